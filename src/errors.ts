@@ -1,0 +1,128 @@
+/**
+ * One error family. Every error the runtime throws on purpose carries a snake_case `code` that the
+ * HTTP layer returns verbatim; retryability lives on the error, not in string matching.
+ */
+export abstract class AgentsError extends Error {
+  abstract readonly code: string;
+  override get name(): string {
+    return this.constructor.name;
+  }
+}
+
+export class NotFoundError extends AgentsError {
+  readonly code = 'not_found';
+  constructor(
+    readonly kind: 'agent' | 'machine' | 'checkpoint' | 'route',
+    readonly id: string,
+  ) {
+    super(`No ${kind} with id "${id}".`);
+  }
+}
+
+export class ConflictError extends AgentsError {
+  readonly code = 'conflict';
+}
+
+export class InvalidInputError extends AgentsError {
+  readonly code = 'invalid_input';
+}
+
+export class InvalidIdError extends AgentsError {
+  readonly code = 'invalid_id';
+  constructor(readonly id: string) {
+    super(`Ids are 1–128 characters from A-Z a-z 0-9 . _ - : (got ${describeId(id)}).`);
+  }
+}
+
+export class InvalidEventError extends AgentsError {
+  readonly code = 'invalid_event';
+  constructor(
+    readonly machine: string,
+    readonly type: string,
+    readonly known: readonly string[],
+    detail?: string,
+  ) {
+    super(
+      detail ??
+        `Machine "${machine}" does not accept events of type "${type}"; known types: ${known.join(', ')}.`,
+    );
+  }
+}
+
+/** The store holds data written by a newer version of this program: refuse rather than guess. */
+export class SchemaTooNewError extends AgentsError {
+  readonly code = 'schema_too_new';
+  constructor(current: number, latest: number) {
+    super(`The database is at schema version ${current}, but this build knows only up to ${latest}. Upgrade durable-agents.`);
+  }
+}
+
+/** A stored snapshot that cannot be restored: the agent is quarantined, the runtime goes on. */
+export class CorruptStateError extends AgentsError {
+  readonly code = 'corrupt_state';
+  constructor(
+    readonly agentId: string,
+    message: string,
+  ) {
+    super(`Agent "${agentId}" cannot be restored: ${message}`);
+  }
+}
+
+export type FailureKind = 'transient' | 'permanent';
+
+/**
+ * A failed I/O step (LLM call, webhook). Thrown by the runtime's actor implementations so that the
+ * statechart can decide, from plain data, whether to back off and retry or to park in `failed`.
+ */
+export class StepError extends AgentsError {
+  readonly code: string;
+  readonly kind: FailureKind;
+  readonly status: number | undefined;
+  readonly retryAfterMs: number | undefined;
+  constructor(
+    kind: FailureKind,
+    code: string,
+    message: string,
+    extra: { status?: number; retryAfterMs?: number; cause?: unknown } = {},
+  ) {
+    super(message, extra.cause === undefined ? undefined : { cause: extra.cause });
+    this.kind = kind;
+    this.code = code;
+    this.status = extra.status;
+    this.retryAfterMs = extra.retryAfterMs;
+  }
+}
+
+/** Plain JSON of an error, for logs, the action log and stored agent rows (an Error stringifies to {}). */
+export interface SerializedError {
+  name: string;
+  message: string;
+  code?: string;
+  stack?: string;
+}
+
+export function serializeError(err: unknown): SerializedError {
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    return {
+      name: err.name,
+      message: err.message,
+      ...(typeof code === 'string' ? { code } : {}),
+      ...(err.stack ? { stack: err.stack } : {}),
+    };
+  }
+  return { name: 'NonError', message: safeString(err) };
+}
+
+function safeString(value: unknown): string {
+  try {
+    return typeof value === 'string' ? value : JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+function describeId(id: string): string {
+  if (id.length > 40) return `${id.length} characters`;
+  return JSON.stringify(id);
+}

@@ -1,0 +1,14 @@
+import type { LlmRequest } from '../machines/agent-types.js';
+
+export type { LlmRequest };
+
+/**
+ * THE LLM interface. The statechart never sees `openai`: it sees an actor that resolves to text or
+ * rejects with a StepError saying whether the failure is transient or permanent.
+ */
+export interface LlmClient {
+  readonly kind: 'openai' | 'simulated';
+  /** For the start-up log line. */
+  readonly description: string;
+  complete(request: LlmRequest, signal: AbortSignal): Promise<string>;
+}

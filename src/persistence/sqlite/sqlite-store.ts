@@ -1,0 +1,360 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { ConflictError, NotFoundError, type SerializedError } from '../../errors.js';
+import type {
+  ActionRecord,
+  AgentQuery,
+  AgentRecord,
+  AgentStatus,
+  AppendResult,
+  CheckpointRecord,
+  CheckpointSummary,
+  EffectRecord,
+  EventRecord,
+  InboxEvent,
+  NewAgent,
+  Page,
+  RestorableAgent,
+  Store,
+  Write,
+} from '../store.js';
+import { migrate } from './migrations.js';
+
+export interface SqliteStoreOptions {
+  /**
+   * `normal`: a commit survives a process crash (kill -9) but the last ones may be lost on power
+   * loss. `full`: fsync at every commit, survives power loss too. Group commit keeps FULL affordable.
+   */
+  synchronous?: 'normal' | 'full';
+}
+
+interface AgentRow {
+  pos: number;
+  id: string;
+  machine: string;
+  machine_version: string;
+  status: AgentStatus;
+  state: string | null;
+  progress: number;
+  input: string;
+  last_seq: number;
+  inbox_position: number;
+  event_seq: number;
+  error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+interface CheckpointRow {
+  agent_id: string;
+  seq: number;
+  machine_version: string;
+  event_type: string;
+  state: string;
+  status: string;
+  progress: number;
+  snapshot: string;
+  created_at: string;
+}
+
+/** Opens (creating when needed) a SQLite file in WAL mode and brings its schema up to date. */
+export async function openSqliteStore(file: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
+  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+  db.pragma('busy_timeout = 5000');
+  db.pragma('foreign_keys = ON');
+  migrate(db);
+  return new SqliteStore(db, file);
+}
+
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite' as const;
+  private readonly sql;
+  private readonly commitBatch: (writes: readonly Write[]) => void;
+  private readonly append: (agentId: string, event: InboxEvent, key: string | undefined) => AppendResult;
+  private readonly create: (agent: NewAgent) => { agent: AgentRecord; created: boolean };
+
+  constructor(
+    readonly db: Database.Database,
+    readonly location: string,
+  ) {
+    const q = (text: string) => db.prepare(text);
+    this.sql = {
+      agentById: q('select * from agents where id = ?'),
+      insertAgent: q(
+        `insert into agents (id, machine, machine_version, status, state, progress, input, last_seq, created_at, updated_at)
+         values (@id, @machine, @machineVersion, @status, @state, @progress, @input, @lastSeq, @createdAt, @createdAt)`,
+      ),
+      insertCheckpoint: q(
+        `insert into checkpoints (agent_id, seq, machine_version, event_type, state, status, progress, snapshot, created_at)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      updateAfterCheckpoint: q(
+        `update agents set state = ?, status = ?, progress = ?, last_seq = ?, inbox_position = ?, updated_at = ? where id = ?`,
+      ),
+      consume: q('update agents set inbox_position = max(inbox_position, ?), updated_at = ? where id = ?'),
+      setStatus: q('update agents set status = ?, error = ?, updated_at = ? where id = ?'),
+      insertAction: q('insert into actions (agent_id, seq, action, payload, result, created_at) values (?, ?, ?, ?, ?, ?)'),
+      insertEffect: q(
+        'insert into effects (idempotency_key, agent_id, seq, result, created_at) values (?, ?, ?, ?, ?) on conflict do nothing',
+      ),
+      eventByKey: q('select seq from events where agent_id = ? and idempotency_key = ?'),
+      insertEvent: q('insert into events (agent_id, seq, type, body, idempotency_key, created_at) values (?, ?, ?, ?, ?, ?)'),
+      bumpEventSeq: q('update agents set event_seq = ? where id = ?'),
+      eventsAfter: q('select * from events where agent_id = ? and seq > ? order by seq'),
+      checkpoints: q(
+        'select seq, event_type, state, status, progress, created_at from checkpoints where agent_id = ? order by seq',
+      ),
+      checkpoint: q('select * from checkpoints where agent_id = ? and seq = ?'),
+      actions: q('select seq, action, payload, result, created_at from actions where agent_id = ? order by seq'),
+      effect: q('select * from effects where idempotency_key = ?'),
+      active: q(
+        `select a.*, c.seq as c_seq, c.machine_version as c_machine_version, c.event_type as c_event_type,
+                c.state as c_state, c.status as c_status, c.progress as c_progress, c.snapshot as c_snapshot,
+                c.created_at as c_created_at
+         from agents a left join checkpoints c on c.agent_id = a.id and c.seq = a.last_seq
+         where a.status = 'active' order by a.pos`,
+      ),
+    };
+
+    this.commitBatch = db.transaction((writes: readonly Write[]) => {
+      for (const w of writes) this.applyWrite(w);
+    });
+
+    this.append = db.transaction((agentId: string, event: InboxEvent, key: string | undefined): AppendResult => {
+      const agent = this.sql.agentById.get(agentId) as AgentRow | undefined;
+      if (!agent) throw new NotFoundError('agent', agentId);
+      if (key !== undefined) {
+        const existing = this.sql.eventByKey.get(agentId, key) as { seq: number } | undefined;
+        if (existing) return { seq: existing.seq, duplicate: true };
+      }
+      if (agent.status !== 'active') throw new ConflictError(`Agent "${agentId}" is ${agent.status}; it takes no more events.`);
+      const seq = agent.event_seq + 1;
+      this.sql.insertEvent.run(agentId, seq, event.type, JSON.stringify(event), key ?? null, new Date().toISOString());
+      this.sql.bumpEventSeq.run(seq, agentId);
+      return { seq, duplicate: false };
+    }).immediate as never;
+
+    this.create = db.transaction((agent: NewAgent) => {
+      const existing = this.sql.agentById.get(agent.id) as AgentRow | undefined;
+      if (existing) return { agent: toAgent(existing), created: false };
+      const first = agent.snapshot;
+      this.sql.insertAgent.run({
+        id: agent.id,
+        machine: agent.machine,
+        machineVersion: agent.machineVersion,
+        status: first?.status ?? 'active',
+        state: first ? JSON.stringify(first.state) : null,
+        progress: first?.progress ?? 0,
+        input: JSON.stringify(agent.input ?? {}),
+        lastSeq: first ? 1 : 0,
+        createdAt: agent.createdAt,
+      });
+      if (first) {
+        this.sql.insertCheckpoint.run(
+          agent.id, 1, first.machineVersion, first.eventType, JSON.stringify(first.state), first.status, first.progress,
+          first.snapshot, agent.createdAt,
+        );
+      }
+      return { agent: toAgent(this.sql.agentById.get(agent.id) as AgentRow), created: true };
+    }).immediate as never;
+  }
+
+  private applyWrite(w: Write): void {
+    switch (w.kind) {
+      case 'checkpoint': {
+        const state = JSON.stringify(w.state);
+        this.sql.insertCheckpoint.run(
+          w.agentId, w.seq, w.machineVersion, w.eventType, state, w.status, w.progress, w.snapshot, w.createdAt,
+        );
+        this.sql.updateAfterCheckpoint.run(state, w.status, w.progress, w.seq, w.inboxPosition, w.createdAt, w.agentId);
+        for (const a of w.actions) {
+          this.sql.insertAction.run(w.agentId, w.seq, a.action, json(a.payload), json(a.result), w.createdAt);
+        }
+        return;
+      }
+      case 'consume':
+        this.sql.consume.run(w.inboxPosition, w.at, w.agentId);
+        return;
+      case 'effect':
+        this.sql.insertEffect.run(w.idempotencyKey, w.agentId, w.seq, json(w.result), w.createdAt);
+        return;
+      case 'status':
+        this.sql.setStatus.run(w.status, w.error ? JSON.stringify(w.error) : null, w.at, w.agentId);
+        return;
+    }
+  }
+
+  async createAgent(agent: NewAgent) {
+    return this.create(agent);
+  }
+
+  async getAgent(id: string) {
+    const row = this.sql.agentById.get(id) as AgentRow | undefined;
+    return row && toAgent(row);
+  }
+
+  async listAgents(query: AgentQuery): Promise<Page<AgentRecord>> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (query.machine !== undefined) (where.push('machine = ?'), params.push(query.machine));
+    if (query.status !== undefined) (where.push('status = ?'), params.push(query.status));
+    const after = decodeCursor(query.cursor);
+    if (after !== undefined) (where.push('pos > ?'), params.push(after));
+    const rows = this.db
+      .prepare(`select * from agents ${where.length ? `where ${where.join(' and ')}` : ''} order by pos limit ?`)
+      .all(...params, query.limit + 1) as AgentRow[];
+    const page = rows.slice(0, query.limit);
+    const last = page.at(-1);
+    return { items: page.map(toAgent), nextCursor: rows.length > query.limit && last ? encodeCursor(last.pos) : null };
+  }
+
+  async appendEvent(agentId: string, event: InboxEvent, idempotencyKey?: string) {
+    return this.append(agentId, event, idempotencyKey);
+  }
+
+  async eventsAfter(agentId: string, position: number): Promise<EventRecord[]> {
+    const rows = this.sql.eventsAfter.all(agentId, position) as {
+      agent_id: string; seq: number; body: string; idempotency_key: string | null; created_at: string;
+    }[];
+    return rows.map((r) => ({
+      agentId: r.agent_id,
+      seq: r.seq,
+      event: JSON.parse(r.body) as InboxEvent,
+      idempotencyKey: r.idempotency_key,
+      createdAt: r.created_at,
+    }));
+  }
+
+  async commit(writes: readonly Write[]) {
+    if (writes.length > 0) this.commitBatch(writes);
+  }
+
+  async listCheckpoints(agentId: string): Promise<CheckpointSummary[]> {
+    return (this.sql.checkpoints.all(agentId) as Omit<CheckpointRow, 'agent_id' | 'machine_version' | 'snapshot'>[]).map(
+      (r) => ({
+        seq: r.seq,
+        eventType: r.event_type,
+        state: parseOr(r.state, null),
+        status: r.status,
+        progress: r.progress,
+        createdAt: r.created_at,
+      }),
+    );
+  }
+
+  async getCheckpoint(agentId: string, seq: number) {
+    const row = this.sql.checkpoint.get(agentId, seq) as CheckpointRow | undefined;
+    return row && toCheckpoint(row);
+  }
+
+  async listActions(agentId: string): Promise<ActionRecord[]> {
+    return (
+      this.sql.actions.all(agentId) as { seq: number; action: string; payload: string | null; result: string | null; created_at: string }[]
+    ).map((r) => ({
+      seq: r.seq,
+      action: r.action,
+      payload: parseOr(r.payload, null),
+      result: parseOr(r.result, null),
+      createdAt: r.created_at,
+    }));
+  }
+
+  async findEffect(idempotencyKey: string): Promise<EffectRecord | undefined> {
+    const row = this.sql.effect.get(idempotencyKey) as
+      | { idempotency_key: string; agent_id: string; seq: number; result: string | null; created_at: string }
+      | undefined;
+    return (
+      row && {
+        idempotencyKey: row.idempotency_key,
+        agentId: row.agent_id,
+        seq: row.seq,
+        result: parseOr(row.result, null),
+        createdAt: row.created_at,
+      }
+    );
+  }
+
+  async loadActiveAgents(): Promise<RestorableAgent[]> {
+    const rows = this.sql.active.all() as (AgentRow & {
+      c_seq: number | null; c_machine_version: string; c_event_type: string; c_state: string; c_status: string;
+      c_progress: number; c_snapshot: string; c_created_at: string;
+    })[];
+    return rows.map((r) => ({
+      agent: toAgent(r),
+      checkpoint:
+        r.c_seq === null
+          ? undefined
+          : toCheckpoint({
+              agent_id: r.id, seq: r.c_seq, machine_version: r.c_machine_version, event_type: r.c_event_type,
+              state: r.c_state, status: r.c_status, progress: r.c_progress, snapshot: r.c_snapshot, created_at: r.c_created_at,
+            }),
+    }));
+  }
+
+  async close() {
+    if (this.db.open) this.db.close();
+  }
+}
+
+function toAgent(r: AgentRow): AgentRecord {
+  return {
+    id: r.id,
+    machine: r.machine,
+    machineVersion: r.machine_version,
+    status: r.status,
+    state: r.state === null ? null : parseOr(r.state, null),
+    progress: r.progress,
+    input: parseOr(r.input, {}),
+    lastSeq: r.last_seq,
+    inboxPosition: r.inbox_position,
+    eventSeq: r.event_seq,
+    error: r.error === null ? null : (parseOr(r.error, null) as SerializedError | null),
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+function toCheckpoint(r: CheckpointRow): CheckpointRecord {
+  return {
+    agentId: r.agent_id,
+    seq: r.seq,
+    machineVersion: r.machine_version,
+    eventType: r.event_type,
+    state: parseOr(r.state, null),
+    status: r.status,
+    progress: r.progress,
+    snapshot: r.snapshot,
+    createdAt: r.created_at,
+  };
+}
+
+/** Summary columns are for display; a damaged one must not take a listing down (snapshots are checked on restore). */
+function parseOr(text: string | null, fallback: unknown): unknown {
+  if (text === null) return fallback;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return fallback;
+  }
+}
+
+function json(value: unknown): string | null {
+  return value === undefined ? null : JSON.stringify(value);
+}
+
+function encodeCursor(pos: number): string {
+  return Buffer.from(`p:${pos}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string | undefined): number | undefined {
+  if (cursor === undefined) return undefined;
+  const match = /^p:(\d+)$/.exec(Buffer.from(cursor, 'base64url').toString());
+  if (!match) throw new InvalidCursor();
+  return Number(match[1]);
+}
+
+class InvalidCursor extends ConflictError {}

@@ -1,0 +1,176 @@
+/**
+ * THE storage interface: the only persistence type the rest of the code sees. Asynchronous even
+ * though better-sqlite3 is not, so that the Postgres store (many processes, leases) fits unchanged.
+ *
+ * @example
+ * const store = await openSqliteStore('./data/agents.db');
+ * await store.commit([{ kind: 'checkpoint', ... }]); // one transaction for the whole batch
+ */
+import type { SerializedError } from '../errors.js';
+
+export const AGENT_STATUSES = ['active', 'done', 'error', 'stopped'] as const;
+export type AgentStatus = (typeof AGENT_STATUSES)[number];
+
+export interface AgentRecord {
+  id: string;
+  machine: string;
+  machineVersion: string;
+  status: AgentStatus;
+  /** The XState state value of the last checkpoint (null before the first one). */
+  state: unknown;
+  progress: number;
+  input: unknown;
+  /** Seq of the last committed checkpoint (0: none yet). */
+  lastSeq: number;
+  /** Seq of the last inbox event consumed by a committed checkpoint. */
+  inboxPosition: number;
+  /** Seq of the last event accepted into the inbox. */
+  eventSeq: number;
+  error: SerializedError | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface NewAgent {
+  id: string;
+  machine: string;
+  machineVersion: string;
+  input: unknown;
+  createdAt: string;
+  /** Set when forking: the first checkpoint, committed with the agent row. */
+  snapshot?: CheckpointBody;
+}
+
+export interface InboxEvent {
+  type: string;
+  [key: string]: unknown;
+}
+
+export interface EventRecord {
+  agentId: string;
+  seq: number;
+  event: InboxEvent;
+  idempotencyKey: string | null;
+  createdAt: string;
+}
+
+/** What a checkpoint row holds besides its keys. */
+export interface CheckpointBody {
+  machineVersion: string;
+  /** The event that caused the transition (`xstate.init` for the first). */
+  eventType: string;
+  state: unknown;
+  status: Exclude<AgentStatus, 'stopped'>;
+  progress: number;
+  /** JSON text of `actor.getPersistedSnapshot()`. */
+  snapshot: string;
+}
+
+export interface ActionWrite {
+  action: string;
+  payload: unknown;
+  result: unknown;
+}
+
+export interface EffectWrite {
+  idempotencyKey: string;
+  result: unknown;
+}
+
+/** One unit of a group commit. All writes of one `commit` call land in one transaction. */
+export type Write =
+  | ({
+      kind: 'checkpoint';
+      agentId: string;
+      seq: number;
+      inboxPosition: number;
+      createdAt: string;
+      actions: ActionWrite[];
+    } & CheckpointBody)
+  /** An inbox event the machine ignored: consumed, but no new checkpoint. */
+  | { kind: 'consume'; agentId: string; inboxPosition: number; at: string }
+  | { kind: 'effect'; agentId: string; seq: number; createdAt: string } & EffectWrite
+  | { kind: 'status'; agentId: string; status: AgentStatus; error: SerializedError | null; at: string };
+
+export interface CheckpointSummary {
+  seq: number;
+  eventType: string;
+  state: unknown;
+  status: string;
+  progress: number;
+  createdAt: string;
+}
+
+export interface CheckpointRecord extends CheckpointSummary {
+  agentId: string;
+  machineVersion: string;
+  snapshot: string;
+}
+
+export interface ActionRecord {
+  seq: number;
+  action: string;
+  payload: unknown;
+  result: unknown;
+  createdAt: string;
+}
+
+export interface EffectRecord {
+  idempotencyKey: string;
+  agentId: string;
+  seq: number;
+  result: unknown;
+  createdAt: string;
+}
+
+export interface AgentQuery {
+  machine?: string;
+  status?: AgentStatus;
+  limit: number;
+  /** Opaque cursor from a previous page (the last id seen). */
+  cursor?: string;
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+/** An active agent to bring back after a restart, with its last checkpoint when it has one. */
+export interface RestorableAgent {
+  agent: AgentRecord;
+  checkpoint: CheckpointRecord | undefined;
+}
+
+export type AppendResult = { seq: number; duplicate: boolean };
+
+export interface Store {
+  readonly kind: 'sqlite' | 'postgres';
+  /** A description for logs (a path or a redacted URL). */
+  readonly location: string;
+
+  /** Idempotent spawn: `created: false` returns the row that was already there. */
+  createAgent(agent: NewAgent): Promise<{ agent: AgentRecord; created: boolean }>;
+  getAgent(id: string): Promise<AgentRecord | undefined>;
+  listAgents(query: AgentQuery): Promise<Page<AgentRecord>>;
+
+  /**
+   * Commits an event to the agent's inbox. Throws NotFoundError for an unknown agent and
+   * ConflictError when it is not active. The same idempotency key returns the first seq.
+   */
+  appendEvent(agentId: string, event: InboxEvent, idempotencyKey?: string): Promise<AppendResult>;
+  eventsAfter(agentId: string, position: number): Promise<EventRecord[]>;
+
+  /** Group commit: every write in one transaction, in order. */
+  commit(writes: readonly Write[]): Promise<void>;
+
+  listCheckpoints(agentId: string): Promise<CheckpointSummary[]>;
+  getCheckpoint(agentId: string, seq: number): Promise<CheckpointRecord | undefined>;
+  listActions(agentId: string): Promise<ActionRecord[]>;
+  findEffect(idempotencyKey: string): Promise<EffectRecord | undefined>;
+
+  /** Every active agent with its last checkpoint, for recovery at start. */
+  loadActiveAgents(): Promise<RestorableAgent[]>;
+
+  close(): Promise<void>;
+}

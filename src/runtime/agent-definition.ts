@@ -1,0 +1,45 @@
+import { fromPromise } from 'xstate';
+import { postWebhook } from '../effects/webhook.js';
+import type { LlmClient } from '../llm/client.js';
+import { createAgentMachine, DEFAULT_AGENT_DEFAULTS } from '../machines/agent.js';
+import type { AgentDefaults, EffectRequest, EffectResult, LlmRequest } from '../machines/agent-types.js';
+import { agentEventSchemas, agentInputSchema } from '../machines/agent-schemas.js';
+import { currentAgent } from './durable-machine.js';
+import type { MachineDefinition } from './machine-definition.js';
+import { sleepUntil } from './sleep.js';
+
+export interface AgentDependencies {
+  llm: LlmClient;
+  defaults?: Partial<AgentDefaults>;
+}
+
+/** The reference `agent` statechart bound to real I/O: the only place the chart meets the world. */
+export function agentDefinition({ llm, defaults }: AgentDependencies): MachineDefinition {
+  const machine = createAgentMachine({ ...DEFAULT_AGENT_DEFAULTS, ...defaults }).provide({
+    actors: {
+      callLlm: fromPromise<string, LlmRequest>(({ input, signal }) => llm.complete(input, signal)),
+      runSideEffect: fromPromise<EffectResult, EffectRequest>(({ input, signal, system }) => runSideEffect(input, signal, system)),
+      sleepUntil: fromPromise<void, { at: number }>(({ input, signal }) => sleepUntil(input.at, signal)),
+    },
+  });
+  return { name: 'agent', machine, input: agentInputSchema, events: agentEventSchemas };
+}
+
+/**
+ * Runs a task's effect once per idempotency key: an effect already recorded is not run again; a
+ * re-run after a crash (recorded or not) sends the same key and the same body.
+ */
+async function runSideEffect(input: EffectRequest, signal: AbortSignal, system: unknown): Promise<EffectResult> {
+  const agent = currentAgent(system);
+  const idempotencyKey = `${agent.agentId}:${input.seq}`;
+  const recorded = await agent.findEffect(idempotencyKey);
+  if (recorded) return recorded.result as EffectResult;
+  let result: EffectResult = { delivered: false, idempotencyKey };
+  if (input.webhook) {
+    const body = { agentId: agent.agentId, seq: input.seq, task: input.task, response: input.response };
+    const status = await postWebhook({ url: input.webhook, idempotencyKey, body, timeoutMs: input.timeoutMs }, signal);
+    result = { delivered: true, status, idempotencyKey };
+  }
+  agent.recordEffect(idempotencyKey, input.seq, result);
+  return result;
+}

@@ -1,0 +1,218 @@
+import type { Actor, AnyActorRef, AnyEventObject, AnyMachineSnapshot, AnyStateMachine } from 'xstate';
+import { serializeError } from '../errors.js';
+import type { Logger } from '../observability/logger.js';
+import type { ActionWrite, CheckpointBody, EventRecord, Write } from '../persistence/store.js';
+import { createDurableActor, type TransitionSink } from './durable-machine.js';
+import type { RegisteredMachine } from './machine-definition.js';
+
+/** The runtime as seen by one host. */
+export interface HostOwner {
+  commit(write: Write): Promise<void>;
+  findEffect(idempotencyKey: string): Promise<{ result: unknown } | undefined>;
+  committed(host: AgentHost, checkpoint: CommittedCheckpoint): void;
+  failed(host: AgentHost, reason: 'commit' | 'actor', err: unknown): void;
+  readonly log: Logger;
+}
+
+export interface CommittedCheckpoint {
+  seq: number;
+  state: unknown;
+  status: CheckpointBody['status'];
+  progress: number;
+  context: unknown;
+  at: string;
+}
+
+type StartPoint = { kind: 'fresh'; input: unknown } | { kind: 'restore'; snapshot: unknown; seq: number };
+
+/**
+ * One live agent: its actor, the ordered delivery of its inbox, and the chain of its checkpoints.
+ * A checkpoint's seq is assigned here, in transition order; the inbox position it carries is the
+ * last event delivered, so consuming an event and checkpointing its effect are one write.
+ */
+export class AgentHost implements TransitionSink {
+  readonly actor: Actor<AnyStateMachine>;
+  private seq: number;
+  private delivered: number;
+  private deliveringSeq: number | undefined;
+  private readonly inbox: EventRecord[] = [];
+  private lastCommit: Promise<void> = Promise.resolve();
+  private readonly childStarts = new Map<string, { input: unknown; startedAt: number }>();
+  private stopped = false;
+  /** The last committed checkpoint, for views. */
+  latest: CommittedCheckpoint | undefined;
+
+  constructor(
+    readonly agentId: string,
+    readonly machine: RegisteredMachine,
+    private readonly owner: HostOwner,
+    from: StartPoint,
+    inboxPosition: number,
+  ) {
+    this.seq = from.kind === 'restore' ? from.seq : 0;
+    this.delivered = inboxPosition;
+    this.actor = createDurableActor(
+      machine.durable,
+      this,
+      from.kind === 'restore' ? { id: agentId, snapshot: from.snapshot as never } : { id: agentId, input: from.input as never },
+    );
+  }
+
+  /** Starts the actor unless restoring put it in error; returns that error. */
+  start(): { error: unknown } | undefined {
+    const snapshot = this.actor.getSnapshot();
+    if (snapshot.status === 'error') return { error: snapshot.error };
+    // Every actor needs an error observer: an unobserved error is re-thrown and kills the process.
+    this.actor.subscribe({ error: (err) => this.fail('actor', err) });
+    this.actor.start();
+    return undefined;
+  }
+
+  /** Hands inbox events over; they are delivered strictly in seq order, each once. */
+  offer(events: readonly EventRecord[]): void {
+    for (const record of events) {
+      if (record.seq <= this.delivered || this.inbox.some((e) => e.seq === record.seq)) continue;
+      this.inbox.push(record);
+    }
+    this.inbox.sort((a, b) => a.seq - b.seq);
+    this.pump();
+  }
+
+  get isStopped(): boolean {
+    return this.stopped;
+  }
+
+  /** The current (possibly not yet committed) snapshot. */
+  snapshot(): AnyMachineSnapshot {
+    return this.actor.getSnapshot() as AnyMachineSnapshot;
+  }
+
+  /** Stops the actor (aborting its in-flight calls) without writing anything for it. */
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.actor.stop();
+  }
+
+  /** Resolves when every checkpoint written so far is committed. */
+  settled(): Promise<void> {
+    return this.lastCommit.catch(() => undefined);
+  }
+
+  // --- TransitionSink -------------------------------------------------------------------------
+
+  onTransition(previous: AnyMachineSnapshot | undefined, next: AnyMachineSnapshot, event: AnyEventObject, persisted: string): void {
+    const seq = ++this.seq;
+    const at = new Date().toISOString();
+    const status = next.status === 'done' ? 'done' : next.status === 'error' ? 'error' : 'active';
+    const progress = progressOf(next);
+    const action = previous ? this.actionFor(previous, event) : undefined;
+    const commit = this.owner.commit({
+      kind: 'checkpoint',
+      agentId: this.agentId,
+      seq,
+      inboxPosition: this.delivered,
+      createdAt: at,
+      machineVersion: this.machine.version,
+      eventType: event.type,
+      state: next.value,
+      status,
+      progress,
+      snapshot: persisted,
+      actions: action ? [action] : [],
+    });
+    this.lastCommit = commit;
+    commit.then(
+      () => this.owner.committed(this, { seq, state: next.value, status, progress, context: next.context, at }),
+      (err: unknown) => this.fail('commit', err),
+    );
+  }
+
+  onIgnored(event: AnyEventObject): void {
+    if (this.deliveringSeq === undefined) return;
+    const commit = this.owner.commit({
+      kind: 'consume',
+      agentId: this.agentId,
+      inboxPosition: this.deliveringSeq,
+      at: new Date().toISOString(),
+    });
+    this.lastCommit = commit;
+    commit.catch((err: unknown) => this.fail('commit', err));
+    this.owner.log.debug({ agentId: this.agentId, event: event.type }, 'event ignored in the current state');
+  }
+
+  findEffect(idempotencyKey: string): Promise<{ result: unknown } | undefined> {
+    return this.owner.findEffect(idempotencyKey);
+  }
+
+  recordEffect(idempotencyKey: string, seq: number, result: unknown): void {
+    // Not awaited: the write is queued before the done event's checkpoint, so it commits no later.
+    const commit = this.owner.commit({ kind: 'effect', agentId: this.agentId, seq, idempotencyKey, result, createdAt: new Date().toISOString() });
+    this.lastCommit = commit;
+    commit.catch((err: unknown) => this.fail('commit', err));
+  }
+
+  gate(child: AnyActorRef, input: unknown): Promise<void> {
+    // The last checkpoint enqueued is the one whose transition invoked this child: XState starts
+    // children right after `transition` returns, before anything else can transition this actor.
+    return this.lastCommit.then(() => {
+      this.childStarts.set(child.id, { input, startedAt: Date.now() });
+    });
+  }
+
+  // --- internals ------------------------------------------------------------------------------
+
+  private pump(): void {
+    if (this.deliveringSeq !== undefined) return; // re-entrant call from inside a transition
+    while (!this.stopped && this.inbox[0]?.seq === this.delivered + 1 && this.actor.getSnapshot().status === 'active') {
+      const record = this.inbox.shift()!;
+      this.delivered = record.seq;
+      this.deliveringSeq = record.seq;
+      try {
+        this.actor.send(record.event);
+      } finally {
+        this.deliveringSeq = undefined;
+      }
+    }
+  }
+
+  /** The action-log row for a transition caused by an invoked actor finishing (done or error). */
+  private actionFor(previous: AnyMachineSnapshot, event: AnyEventObject): ActionWrite | undefined {
+    const match = /^xstate\.(done|error)\.actor\.(.+)$/.exec(event.type);
+    if (!match) return undefined;
+    const childId = match[2]!;
+    const child = previous.children[childId] as AnyActorRef | undefined;
+    const src = typeof child?.src === 'string' ? child.src : childId;
+    if (this.machine.unloggedActors.has(src)) return undefined;
+    const started = this.childStarts.get(childId);
+    this.childStarts.delete(childId);
+    const ms = started ? Date.now() - started.startedAt : null;
+    const attempt = (previous.context as { attempt?: unknown } | undefined)?.attempt;
+    return {
+      action: src,
+      payload: { id: childId, input: started?.input ?? null, ...(typeof attempt === 'number' ? { attempt } : {}) },
+      result:
+        match[1] === 'done'
+          ? { ok: true, output: (event as { output?: unknown }).output ?? null, ms }
+          : { ok: false, error: toErrorData((event as { error?: unknown }).error), ms },
+    };
+  }
+
+  private fail(reason: 'commit' | 'actor', err: unknown): void {
+    if (this.stopped) return;
+    this.stop();
+    this.owner.failed(this, reason, err);
+  }
+}
+
+function progressOf(snapshot: AnyMachineSnapshot): number {
+  const progress = (snapshot.context as { progress?: unknown } | undefined)?.progress;
+  return typeof progress === 'number' ? progress : 0;
+}
+
+function toErrorData(error: unknown): unknown {
+  if (!(error instanceof Error)) return error ?? null;
+  const { stack: _stack, ...rest } = serializeError(error);
+  const extra = error as { kind?: unknown; status?: unknown; retryAfterMs?: unknown };
+  return { ...rest, kind: extra.kind, status: extra.status, retryAfterMs: extra.retryAfterMs };
+}

@@ -1,0 +1,55 @@
+import type { Store, Write } from '../persistence/store.js';
+
+/**
+ * Group commit: writes enqueued in the same turn of the event loop (across all agents) go to the
+ * store in one transaction. Batches are committed one after another, so the order of writes is kept.
+ */
+export class GroupCommitter {
+  private pending: { write: Write; resolve: () => void; reject: (err: unknown) => void }[] = [];
+  private scheduled = false;
+  private running: Promise<void> = Promise.resolve();
+  /** Latency of each batch, for metrics. */
+  onBatch?: (size: number, ms: number) => void;
+
+  constructor(
+    private readonly store: Store,
+    private readonly maxBatch = 1000,
+  ) {}
+
+  enqueue(write: Write): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.pending.push({ write, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => {
+          this.running = this.running.then(() => this.flush());
+        });
+      }
+    });
+  }
+
+  /** Resolves once everything enqueued so far is committed (or failed). */
+  async drain(): Promise<void> {
+    while (this.pending.length > 0 || this.scheduled) {
+      await new Promise((resolve) => setImmediate(resolve));
+      await this.running;
+    }
+    await this.running;
+  }
+
+  private async flush(): Promise<void> {
+    this.scheduled = false;
+    while (this.pending.length > 0) {
+      const batch = this.pending.splice(0, this.maxBatch);
+      const started = performance.now();
+      try {
+        await this.store.commit(batch.map((p) => p.write));
+      } catch (err) {
+        for (const p of batch) p.reject(err);
+        continue;
+      }
+      this.onBatch?.(batch.length, performance.now() - started);
+      for (const p of batch) p.resolve();
+    }
+  }
+}

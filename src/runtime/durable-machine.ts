@@ -1,0 +1,131 @@
+/**
+ * Makes any flat XState machine durable without changing it:
+ *
+ * - its `transition` and `getInitialSnapshot` are wrapped, so every macrostep hands its new snapshot
+ *   to the agent's host *before* XState runs the deferred effects (verified: XSTATE-NOTES Q1);
+ * - every actor it invokes by name is gated: its `start` waits until the checkpoint in which it was
+ *   invoked is committed. "Persist, then act" therefore holds for every store and every machine,
+ *   and many agents' checkpoints can share one transaction (group commit).
+ */
+import {
+  createActor,
+  type Actor,
+  type ActorOptions,
+  type AnyActorLogic,
+  type AnyActorRef,
+  type AnyActorScope,
+  type AnyEventObject,
+  type AnyMachineSnapshot,
+  type AnyStateMachine,
+} from 'xstate';
+
+/** What an invoked actor may ask of the agent it runs for (see `currentAgent`). */
+export interface DurableAgentHandle {
+  readonly agentId: string;
+  /** The recorded result of an effect already done under this idempotency key. */
+  findEffect(idempotencyKey: string): Promise<{ result: unknown } | undefined>;
+  /** Records an effect as done; committed before the checkpoint of the transition it causes. */
+  recordEffect(idempotencyKey: string, seq: number, result: unknown): void;
+}
+
+/** What a durable machine reports to, one per live agent. */
+export interface TransitionSink extends DurableAgentHandle {
+  /** A macrostep produced a new snapshot; `persisted` is the JSON to store. */
+  onTransition(previous: AnyMachineSnapshot | undefined, next: AnyMachineSnapshot, event: AnyEventObject, persisted: string): void;
+  /** An event changed nothing (XState returns the same snapshot object). */
+  onIgnored(event: AnyEventObject): void;
+  /** Resolves when the invoking checkpoint is committed; rejects if it never will be. */
+  gate(child: AnyActorRef, input: unknown): Promise<void>;
+}
+
+const sinks = new WeakMap<object, TransitionSink>();
+// createActor computes the initial snapshot inside its constructor, before we can register the sink
+// under the new actor's system: this slot bridges that one synchronous call.
+let constructing: TransitionSink | undefined;
+
+function sinkOf(scope: AnyActorScope): TransitionSink | undefined {
+  const found = sinks.get(scope.system);
+  if (found || !constructing) return found;
+  sinks.set(scope.system, constructing);
+  return constructing;
+}
+
+/**
+ * The agent an invoked actor runs for, from the `system` its creator receives:
+ * `fromPromise(async ({ input, system }) => { const { agentId } = currentAgent(system); ... })`.
+ */
+export function currentAgent(system: unknown): DurableAgentHandle {
+  const sink = typeof system === 'object' && system !== null ? sinks.get(system) : undefined;
+  if (!sink) throw new Error('currentAgent() works only inside actors run by the durable-agents runtime.');
+  return sink;
+}
+
+/** Creates the actor of a durable machine bound to its sink. */
+export function createDurableActor<T extends AnyStateMachine>(
+  logic: T,
+  sink: TransitionSink,
+  options: ActorOptions<T>,
+): Actor<T> {
+  constructing = sink;
+  try {
+    const actor = createActor(logic, options);
+    sinks.set(actor.system, sink);
+    return actor;
+  } finally {
+    constructing = undefined;
+  }
+}
+
+/** Wraps a machine so its transitions are reported and its invoked actors start only after commit. */
+export function makeDurable<T extends AnyStateMachine>(machine: T): T {
+  const actors = machine.implementations.actors as Record<string, AnyActorLogic>;
+  const gated = Object.fromEntries(Object.entries(actors).map(([name, logic]) => [name, gateStart(logic)]));
+  const base = machine.provide({ actors: gated } as never) as T;
+
+  return Object.assign(Object.create(Object.getPrototypeOf(base) as object) as T, base, {
+    getInitialSnapshot(scope: AnyActorScope, input: unknown) {
+      const snapshot = base.getInitialSnapshot(scope as never, input as never) as AnyMachineSnapshot;
+      const sink = sinkOf(scope);
+      if (sink && snapshot.status !== 'error') {
+        sink.onTransition(undefined, snapshot, { type: 'xstate.init' }, persist(base, snapshot));
+      }
+      return snapshot;
+    },
+    transition(snapshot: AnyMachineSnapshot, event: AnyEventObject, scope: AnyActorScope) {
+      const next = base.transition(snapshot as never, event as never, scope as never) as AnyMachineSnapshot;
+      const sink = sinkOf(scope);
+      // A stop is not a state of the agent: persisting it would restore a dead actor (XSTATE-NOTES Q7).
+      if (!sink || event.type === 'xstate.stop') return next;
+      if (next === snapshot) sink.onIgnored(event);
+      else sink.onTransition(snapshot, next, event, persist(base, next));
+      return next;
+    },
+  });
+}
+
+function persist(machine: AnyStateMachine, snapshot: AnyMachineSnapshot): string {
+  // Throws on a cyclic or BigInt context; inside `transition` that puts this one actor in error,
+  // which its host reports and isolates, instead of storing something that cannot be restored.
+  return JSON.stringify(machine.getPersistedSnapshot(snapshot));
+}
+
+function gateStart(logic: AnyActorLogic): AnyActorLogic {
+  const start = logic.start?.bind(logic);
+  // Child *machines* keep their own state, which root persistence cannot see (XSTATE-NOTES Q1): agents are flat.
+  if (!start || 'root' in logic) return logic;
+  return {
+    ...logic,
+    start(state: { input?: unknown }, scope: AnyActorScope) {
+      const sink = sinks.get(scope.system);
+      if (!sink) return start(state as never, scope);
+      sink.gate(scope.self, state.input).then(
+        () => {
+          if (scope.self.getSnapshot().status === 'active') start(state as never, scope);
+        },
+        () => {
+          // The checkpoint was not committed: the host is going down and will restore from the store.
+        },
+      );
+    },
+  } as AnyActorLogic;
+}

@@ -1,0 +1,60 @@
+import type { AnyStateMachine, StateNode } from 'xstate';
+import type { z } from 'zod';
+import { makeDurable } from './durable-machine.js';
+
+/** A statechart the runtime can run, as registered by the user. */
+export interface MachineDefinition {
+  /** The registry name (`POST /agents {"machine": name}`). */
+  name: string;
+  machine: AnyStateMachine;
+  /** Stored beside every snapshot; defaults to `machine.version`, else "1". */
+  version?: string;
+  /** Validates spawn input. */
+  input?: z.ZodType;
+  /** Validates event payloads by type; types without a schema are accepted with any payload. */
+  events?: Record<string, z.ZodType>;
+  /** Invoked actors whose calls are not worth an action-log row (timers, commit barriers). */
+  unloggedActors?: readonly string[];
+}
+
+export interface RegisteredMachine {
+  name: string;
+  version: string;
+  /** The user's machine (for definitions, diagrams, path tests). */
+  machine: AnyStateMachine;
+  /** The same machine wrapped for durability: what the runtime runs. */
+  durable: AnyStateMachine;
+  /** Event types a user may send: every type some state handles, minus XState's and the runtime's own. */
+  eventTypes: readonly string[];
+  /** Top-level state names. */
+  states: readonly string[];
+  input: z.ZodType | undefined;
+  events: Record<string, z.ZodType>;
+  unloggedActors: ReadonlySet<string>;
+}
+
+export const BUILTIN_UNLOGGED_ACTORS = ['sleepUntil', 'awaitCommit'] as const;
+
+export function registerMachine(def: MachineDefinition): RegisteredMachine {
+  return {
+    name: def.name,
+    version: def.version ?? def.machine.version ?? '1',
+    machine: def.machine,
+    durable: makeDurable(def.machine),
+    eventTypes: userEventTypes(def.machine),
+    states: Object.keys(def.machine.root.states),
+    input: def.input,
+    events: def.events ?? {},
+    unloggedActors: new Set([...BUILTIN_UNLOGGED_ACTORS, ...(def.unloggedActors ?? [])]),
+  };
+}
+
+function userEventTypes(machine: AnyStateMachine): string[] {
+  const types = new Set<string>();
+  const visit = (node: StateNode<any, any>) => {
+    for (const type of node.transitions.keys()) types.add(type);
+    for (const child of Object.values(node.states)) visit(child);
+  };
+  visit(machine.root);
+  return [...types].filter((t) => !t.startsWith('xstate.') && !t.startsWith('runtime.') && t !== '*').sort();
+}

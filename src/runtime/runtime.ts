@@ -1,0 +1,322 @@
+import { ConflictError, CorruptStateError, InvalidEventError, InvalidInputError, NotFoundError, serializeError } from '../errors.js';
+import { silentLogger, type Logger } from '../observability/logger.js';
+import type { AgentQuery, AgentRecord, CheckpointRecord, InboxEvent, Page, Store, Write } from '../persistence/store.js';
+import { AgentHost, type CommittedCheckpoint, type HostOwner } from './agent-host.js';
+import { GroupCommitter } from './committer.js';
+import { assertValidId, generateId } from './ids.js';
+import { registerMachine, type MachineDefinition, type RegisteredMachine } from './machine-definition.js';
+import { toAgentView, type AgentView } from './views.js';
+
+export interface RuntimeOptions {
+  store: Store;
+  machines: readonly MachineDefinition[];
+  logger?: Logger;
+  /** Restore every active agent at creation (default true). */
+  recover?: boolean;
+  /** Wait before reloading an agent whose checkpoint could not be committed. */
+  reloadDelayMs?: number;
+}
+
+export type ViewListener = (view: AgentView) => void;
+
+/**
+ * @example
+ * const runtime = await createRuntime({ store: await openSqliteStore('./data/agents.db'), machines: [agentDefinition({ llm })] });
+ * await runtime.spawn('agent', { id: 'a1', input: { tasks: ['Summarize …'] } });
+ * await runtime.send('a1', { type: 'task.add', task: 'Extract entities …' });
+ */
+export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
+  const runtime = new Runtime(options);
+  if (options.recover !== false) await runtime.recover();
+  return runtime;
+}
+
+export class Runtime implements HostOwner {
+  readonly store: Store;
+  readonly log: Logger;
+  readonly machines: ReadonlyMap<string, RegisteredMachine>;
+  private readonly committer: GroupCommitter;
+  private readonly live = new Map<string, AgentHost>();
+  private readonly listeners = new Map<string, Set<ViewListener>>();
+  private readonly reloadDelayMs: number;
+  private closing = false;
+
+  constructor(options: RuntimeOptions) {
+    this.store = options.store;
+    this.log = options.logger ?? silentLogger;
+    this.machines = new Map(options.machines.map((def) => [def.name, registerMachine(def)]));
+    this.committer = new GroupCommitter(options.store);
+    this.reloadDelayMs = options.reloadDelayMs ?? 1000;
+  }
+
+  get liveAgents(): number {
+    return this.live.size;
+  }
+
+  /** Creates an agent; the same id again with the same machine returns the existing one. */
+  async spawn(machineName: string, options: { id?: string; input?: unknown } = {}): Promise<{ view: AgentView; created: boolean }> {
+    const machine = this.machineNamed(machineName);
+    const id = options.id ?? generateId();
+    assertValidId(id);
+    const input = parseWith(machine.input, options.input ?? {}, 'input');
+    const { agent, created } = await this.store.createAgent({
+      id,
+      machine: machine.name,
+      machineVersion: machine.version,
+      input,
+      createdAt: new Date().toISOString(),
+    });
+    if (agent.machine !== machine.name) {
+      throw new ConflictError(`Agent "${id}" already exists with machine "${agent.machine}".`);
+    }
+    if (created) {
+      const host = await this.activate(agent, undefined);
+      await host?.settled();
+    }
+    return { view: await this.view(id), created };
+  }
+
+  /** Commits an event to the agent's inbox; the agent processes its inbox in order, each event once. */
+  async send(agentId: string, event: InboxEvent, idempotencyKey?: string): Promise<{ seq: number; duplicate: boolean }> {
+    const agent = await this.agentOrThrow(agentId);
+    const machine = this.machineNamed(agent.machine);
+    const checked = validateEvent(machine, event);
+    const result = await this.store.appendEvent(agentId, checked, idempotencyKey);
+    if (!result.duplicate) {
+      this.live.get(agentId)?.offer([{ agentId, seq: result.seq, event: checked, idempotencyKey: idempotencyKey ?? null, createdAt: '' }]);
+    }
+    return result;
+  }
+
+  /** Stops an active agent for good (its last checkpoint stays); other statuses are left as they are. */
+  async stop(agentId: string): Promise<void> {
+    const agent = await this.agentOrThrow(agentId);
+    const host = this.live.get(agentId);
+    if (host) {
+      host.stop();
+      this.live.delete(agentId);
+    }
+    if (agent.status === 'active') await this.writeStatus(agentId, 'stopped', null);
+  }
+
+  /** A new agent restored from one checkpoint of another, started. */
+  async fork(agentId: string, seq: number, newId: string = generateId()): Promise<AgentView> {
+    assertValidId(newId);
+    const source = await this.agentOrThrow(agentId);
+    const checkpoint = await this.store.getCheckpoint(agentId, seq);
+    if (!checkpoint) throw new NotFoundError('checkpoint', `${agentId}@${seq}`);
+    const { agent, created } = await this.store.createAgent({
+      id: newId,
+      machine: source.machine,
+      machineVersion: checkpoint.machineVersion,
+      input: source.input,
+      createdAt: new Date().toISOString(),
+      snapshot: { ...checkpoint, status: checkpoint.status === 'done' ? 'done' : 'active' },
+    });
+    if (!created) throw new ConflictError(`An agent with id "${newId}" already exists.`);
+    if (agent.status === 'active') await this.activate(agent, { ...checkpoint, agentId: newId, seq: 1 });
+    return this.view(newId);
+  }
+
+  async view(agentId: string): Promise<AgentView> {
+    const agent = await this.agentOrThrow(agentId);
+    const latest = this.live.get(agentId)?.latest;
+    if (latest) return toAgentView(agent, { ...latest, updatedAt: latest.at });
+    const checkpoint = agent.lastSeq > 0 ? await this.store.getCheckpoint(agentId, agent.lastSeq) : undefined;
+    return toAgentView(agent, checkpoint && { ...checkpoint, context: contextOf(checkpoint), updatedAt: agent.updatedAt });
+  }
+
+  async list(query: AgentQuery): Promise<Page<AgentView>> {
+    const page = await this.store.listAgents(query);
+    return { items: await Promise.all(page.items.map((a) => this.view(a.id))), nextCursor: page.nextCursor };
+  }
+
+  /** Calls `listener` with the agent's view after each committed transition; returns the unsubscribe. */
+  watch(agentId: string, listener: ViewListener): () => void {
+    let set = this.listeners.get(agentId);
+    if (!set) this.listeners.set(agentId, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0) this.listeners.delete(agentId);
+    };
+  }
+
+  /** Restores every active agent from its last checkpoint and resumes it. */
+  async recover(): Promise<{ restored: number; quarantined: number }> {
+    let restored = 0;
+    let quarantined = 0;
+    for (const { agent, checkpoint } of await this.store.loadActiveAgents()) {
+      if (this.live.has(agent.id)) continue;
+      const host = await this.activate(agent, checkpoint);
+      if (host) restored++;
+      else if (this.machines.has(agent.machine)) quarantined++;
+    }
+    if (restored + quarantined > 0) this.log.info({ restored, quarantined }, 'recovered active agents');
+    return { restored, quarantined };
+  }
+
+  /** Stops every actor (in-flight calls are aborted and re-run after restart), commits what is queued, closes the store. */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    for (const host of this.live.values()) host.stop();
+    this.live.clear();
+    await this.committer.drain();
+    await this.store.close();
+  }
+
+  // --- HostOwner --------------------------------------------------------------------------------
+
+  commit(write: Write): Promise<void> {
+    return this.committer.enqueue(write);
+  }
+
+  findEffect(idempotencyKey: string) {
+    return this.store.findEffect(idempotencyKey);
+  }
+
+  committed(host: AgentHost, checkpoint: CommittedCheckpoint): void {
+    host.latest = checkpoint;
+    if (checkpoint.status !== 'active' && this.live.get(host.agentId) === host) this.live.delete(host.agentId);
+    this.notify(host.agentId);
+  }
+
+  failed(host: AgentHost, reason: 'commit' | 'actor', err: unknown): void {
+    if (this.live.get(host.agentId) === host) this.live.delete(host.agentId);
+    if (this.closing) return;
+    if (reason === 'actor') {
+      this.log.error({ agentId: host.agentId, err }, 'agent crashed inside its statechart; marked error');
+      void this.writeStatus(host.agentId, 'error', serializeError(err)).catch((e: unknown) =>
+        this.log.error({ agentId: host.agentId, err: e }, 'could not record the agent error'),
+      );
+      return;
+    }
+    this.log.error({ agentId: host.agentId, err }, 'checkpoint commit failed; reloading the agent from its last checkpoint');
+    setTimeout(() => void this.reload(host.agentId), this.reloadDelayMs).unref();
+  }
+
+  // --- internals --------------------------------------------------------------------------------
+
+  private async activate(agent: AgentRecord, checkpoint: CheckpointRecord | undefined): Promise<AgentHost | undefined> {
+    const machine = this.machines.get(agent.machine);
+    if (!machine) {
+      this.log.warn({ agentId: agent.id, machine: agent.machine }, 'agent left as is: its machine is not registered here');
+      return undefined;
+    }
+    let host: AgentHost;
+    try {
+      if (checkpoint && checkpoint.machineVersion !== machine.version) {
+        throw new Error(`its checkpoint was written by version ${checkpoint.machineVersion} of "${machine.name}", this process runs ${machine.version}`);
+      }
+      const snapshot = checkpoint ? parseSnapshot(checkpoint.snapshot) : undefined;
+      host = new AgentHost(
+        agent.id,
+        machine,
+        this,
+        checkpoint ? { kind: 'restore', snapshot, seq: checkpoint.seq } : { kind: 'fresh', input: agent.input },
+        agent.inboxPosition,
+      );
+      if (checkpoint) host.latest = { ...checkpoint, status: 'active', context: contextOf(checkpoint), at: checkpoint.createdAt };
+      this.live.set(agent.id, host);
+      const failure = host.start();
+      if (failure) {
+        this.live.delete(agent.id);
+        throw failure.error instanceof Error ? failure.error : new Error(String(failure.error));
+      }
+    } catch (err) {
+      await this.quarantine(agent.id, err);
+      return undefined;
+    }
+    if (agent.eventSeq > agent.inboxPosition) host.offer(await this.store.eventsAfter(agent.id, agent.inboxPosition));
+    return host;
+  }
+
+  private async reload(agentId: string): Promise<void> {
+    if (this.closing || this.live.has(agentId)) return;
+    try {
+      const agent = await this.store.getAgent(agentId);
+      if (agent?.status !== 'active') return;
+      await this.activate(agent, agent.lastSeq > 0 ? await this.store.getCheckpoint(agentId, agent.lastSeq) : undefined);
+    } catch (err) {
+      this.log.error({ agentId, err }, 'reload failed; retrying');
+      setTimeout(() => void this.reload(agentId), this.reloadDelayMs).unref();
+    }
+  }
+
+  /** State corruption is its own failure domain: this agent is parked in `error`, the others go on. */
+  private async quarantine(agentId: string, err: unknown): Promise<void> {
+    const error = new CorruptStateError(agentId, err instanceof Error ? err.message : String(err));
+    this.log.error({ agentId, err: error }, 'agent quarantined: its stored state cannot be restored');
+    await this.writeStatus(agentId, 'error', serializeError(error));
+  }
+
+  private async writeStatus(agentId: string, status: 'stopped' | 'error', error: ReturnType<typeof serializeError> | null) {
+    await this.committer.enqueue({ kind: 'status', agentId, status, error, at: new Date().toISOString() });
+    this.notify(agentId);
+  }
+
+  private notify(agentId: string): void {
+    const set = this.listeners.get(agentId);
+    if (!set?.size) return;
+    this.view(agentId).then(
+      (view) => set.forEach((listener) => listener(view)),
+      (err: unknown) => this.log.warn({ agentId, err }, 'could not build a view for watchers'),
+    );
+  }
+
+  private machineNamed(name: string): RegisteredMachine {
+    const machine = this.machines.get(name);
+    if (!machine) throw new NotFoundError('machine', name);
+    return machine;
+  }
+
+  private async agentOrThrow(agentId: string): Promise<AgentRecord> {
+    const agent = await this.store.getAgent(agentId);
+    if (!agent) throw new NotFoundError('agent', agentId);
+    return agent;
+  }
+}
+
+function validateEvent(machine: RegisteredMachine, event: InboxEvent): InboxEvent {
+  if (!machine.eventTypes.includes(event.type)) {
+    throw new InvalidEventError(machine.name, event.type, machine.eventTypes);
+  }
+  const schema = machine.events[event.type];
+  if (!schema) return event;
+  const result = schema.safeParse(event);
+  if (!result.success) {
+    const detail = result.error.issues.map((i) => `${i.path.join('.') || '(event)'}: ${i.message}`).join('; ');
+    throw new InvalidEventError(machine.name, event.type, machine.eventTypes, `Invalid "${event.type}" event: ${detail}.`);
+  }
+  return result.data as InboxEvent;
+}
+
+function parseWith(schema: RegisteredMachine['input'], value: unknown, what: string): unknown {
+  if (!schema) return value;
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const detail = result.error.issues.map((i) => `${i.path.join('.') || what}: ${i.message}`).join('; ');
+  throw new InvalidInputError(`Invalid ${what}: ${detail}.`);
+}
+
+function parseSnapshot(text: string): unknown {
+  let snapshot: unknown;
+  try {
+    snapshot = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`its snapshot is not valid JSON (${(err as Error).message})`);
+  }
+  if (typeof snapshot !== 'object' || snapshot === null || !('value' in snapshot) || !('status' in snapshot)) {
+    throw new Error('its snapshot is not an XState persisted snapshot');
+  }
+  return snapshot;
+}
+
+function contextOf(checkpoint: CheckpointRecord): unknown {
+  try {
+    return (JSON.parse(checkpoint.snapshot) as { context?: unknown }).context ?? null;
+  } catch {
+    return null;
+  }
+}
