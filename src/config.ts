@@ -1,0 +1,73 @@
+import { parseArgs } from 'node:util';
+import { InvalidInputError } from './errors.js';
+
+export interface Config {
+  port: number;
+  host: string;
+  db: string;
+  databaseUrl: string | undefined;
+  llmBaseUrl: string | undefined;
+  llmApiKey: string | undefined;
+  model: string;
+  llmTimeoutMs: number;
+  maxAttempts: number;
+  retryBaseMs: number;
+  token: string | undefined;
+  leaseMs: number;
+  /** `full` fsyncs every commit (survives power loss); `normal` survives process crashes. */
+  synchronous: 'normal' | 'full';
+  simulatedFaultRate: number;
+}
+
+/** Every flag with its env var and default: the contract's table, in one place. */
+const OPTIONS = {
+  port: { flag: 'port', env: 'PORT', type: 'int', default: 3000 },
+  host: { flag: 'host', env: 'HOST', type: 'string', default: '127.0.0.1' },
+  db: { flag: 'db', env: 'DURABLE_AGENTS_DB', type: 'string', default: './data/agents.db' },
+  databaseUrl: { flag: 'database-url', env: 'DATABASE_URL', type: 'string', default: undefined },
+  llmBaseUrl: { flag: 'llm-base-url', env: 'OPENAI_BASE_URL', type: 'string', default: undefined },
+  llmApiKey: { flag: 'llm-api-key', env: 'OPENAI_API_KEY', type: 'string', default: undefined },
+  model: { flag: 'model', env: 'OPENAI_MODEL', type: 'string', default: 'gpt-4o-mini' },
+  llmTimeoutMs: { flag: 'llm-timeout-ms', env: 'LLM_TIMEOUT_MS', type: 'int', default: 30_000 },
+  maxAttempts: { flag: 'max-attempts', env: 'MAX_ATTEMPTS', type: 'int', default: 5 },
+  retryBaseMs: { flag: 'retry-base-ms', env: 'RETRY_BASE_MS', type: 'int', default: 500 },
+  token: { flag: 'token', env: 'DURABLE_AGENTS_TOKEN', type: 'string', default: undefined },
+  leaseMs: { flag: 'lease-ms', env: 'LEASE_MS', type: 'int', default: 10_000 },
+  synchronous: { flag: 'synchronous', env: 'DURABLE_AGENTS_SYNCHRONOUS', type: 'string', default: 'normal' },
+  simulatedFaultRate: { flag: 'simulated-fault-rate', env: 'SIMULATED_FAULT_RATE', type: 'float', default: 0 },
+} as const;
+
+export const CONFIG_OPTIONS = OPTIONS;
+
+export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Config {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: Object.fromEntries(Object.values(OPTIONS).map((o) => [o.flag, { type: 'string' as const }])),
+    strict: true,
+    allowPositionals: false,
+  });
+  const out: Record<string, unknown> = {};
+  for (const [key, option] of Object.entries(OPTIONS)) {
+    const raw = (values[option.flag] as string | undefined) ?? nonEmpty(env[option.env]);
+    out[key] = raw === undefined ? option.default : convert(raw, option.type, option.flag);
+  }
+  const config = out as unknown as Config;
+  if (config.synchronous !== 'normal' && config.synchronous !== 'full') {
+    throw new InvalidInputError(`--synchronous must be "normal" or "full" (got "${String(config.synchronous)}").`);
+  }
+  if (config.port < 0 || config.port > 65_535) throw new InvalidInputError(`--port must be 0–65535 (got ${config.port}).`);
+  return config;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value === '' ? undefined : value;
+}
+
+function convert(raw: string, type: 'int' | 'float' | 'string', flag: string): unknown {
+  if (type === 'string') return raw;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || (type === 'int' && !Number.isInteger(n)) || n < 0) {
+    throw new InvalidInputError(`--${flag} must be a non-negative ${type === 'int' ? 'integer' : 'number'} (got "${raw}").`);
+  }
+  return n;
+}
