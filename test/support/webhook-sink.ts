@@ -38,7 +38,12 @@ function parseJson(raw: string): unknown {
   }
 }
 
-export async function startWebhookSink(): Promise<WebhookSink> {
+export interface WebhookSinkOptions {
+  /** Called as each delivery arrives, before it is answered: the moment to check what was committed first. */
+  onDelivery?: (delivery: Delivery) => void;
+}
+
+export async function startWebhookSink(options: WebhookSinkOptions = {}): Promise<WebhookSink> {
   const deliveries: Delivery[] = [];
   const statuses: number[] = [];
   const timers = new Set<NodeJS.Timeout>();
@@ -60,7 +65,9 @@ export async function startWebhookSink(): Promise<WebhookSink> {
         const key = req.headers['idempotency-key'];
         // Status is decided on arrival so queued failures line up with delivery order, whatever the latency.
         const status = statuses.shift() ?? 200;
-        deliveries.push({ at: Date.now(), idempotencyKey: Array.isArray(key) ? key[0] : key, body: parseJson(rawBody), rawBody, status });
+        const delivery = { at: Date.now(), idempotencyKey: Array.isArray(key) ? key[0] : key, body: parseJson(rawBody), rawBody, status };
+        deliveries.push(delivery);
+        options.onDelivery?.(delivery);
         if (latencyMs <= 0) return reply(res, status);
         const t = setTimeout(() => {
           timers.delete(t);

@@ -1,0 +1,70 @@
+import type { Context } from 'hono';
+import { streamSSE } from 'hono/streaming';
+import type { Runtime } from '../runtime/runtime.js';
+import type { AgentView } from '../runtime/views.js';
+import type { AppEnv } from './env.js';
+
+export interface StreamOptions {
+  /** Aborted when the server shuts down: open streams end so the server can close. */
+  shutdown?: AbortSignal;
+  /** A comment line this often keeps proxies from closing an idle stream (default 15 s). */
+  keepAliveMs?: number;
+}
+
+/**
+ * Server-Sent Events: one `snapshot` event with the agent view now, then one after each committed
+ * transition (runtime.watch). The stream ends after a view whose status is not `active` (nothing
+ * will change any more), when the client goes away, or at shutdown; the watcher is removed then.
+ */
+export async function streamAgentViews(
+  c: Context<AppEnv>,
+  runtime: Runtime,
+  agentId: string,
+  { shutdown, keepAliveMs = 15_000 }: StreamOptions = {},
+): Promise<Response> {
+  await runtime.view(agentId); // a 404 is still a JSON error, not an empty stream
+  const log = c.get('log');
+  return streamSSE(c, async (stream) => {
+    const queue: AgentView[] = [];
+    let wake: (() => void) | undefined;
+    let ended = false;
+    const end = () => {
+      ended = true;
+      wake?.();
+    };
+    // Watch before reading the first view, so no transition falls between the two.
+    const unwatch = runtime.watch(agentId, (view) => {
+      queue.push(view);
+      wake?.();
+    });
+    stream.onAbort(end);
+    shutdown?.addEventListener('abort', end, { once: true });
+    const keepAlive = setInterval(() => void stream.write(': keep-alive\n\n'), keepAliveMs);
+    try {
+      if (shutdown?.aborted) return;
+      queue.unshift(await runtime.view(agentId));
+      let last = '';
+      while (!ended) {
+        const view = queue.shift();
+        if (!view) {
+          await new Promise<void>((resolve) => (wake = resolve));
+          wake = undefined;
+          continue;
+        }
+        const data = JSON.stringify(view);
+        if (data === last) continue; // the same commit seen by both the first read and the watcher
+        last = data;
+        await stream.writeSSE({ event: 'snapshot', data });
+        if (view.status !== 'active') break;
+      }
+    } catch (err) {
+      log.error({ err }, 'agent stream failed');
+      const error = { code: 'internal', message: 'The stream failed on our side; the error was logged.' };
+      await stream.writeSSE({ event: 'error', data: JSON.stringify({ error }) });
+    } finally {
+      clearInterval(keepAlive);
+      shutdown?.removeEventListener('abort', end);
+      unwatch();
+    }
+  });
+}

@@ -1,0 +1,41 @@
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { AgentsError } from '../errors.js';
+
+/**
+ * Errors that only the HTTP edge can raise (a body, a header, a token). They join the one error
+ * family so that `error-handler.ts` renders them like every other `{"error":{"code","message"}}`.
+ */
+export class HttpError extends AgentsError {
+  constructor(
+    readonly status: ContentfulStatusCode,
+    readonly code: string,
+    message: string,
+    /** Extra response headers, e.g. `WWW-Authenticate` on a 401. */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export const malformedJson = (detail: string) =>
+  new HttpError(400, 'malformed_json', `The request body is not valid JSON: ${detail}`);
+
+export const payloadTooLarge = (maxBytes: number) =>
+  new HttpError(413, 'payload_too_large', `The request body is larger than the limit of ${maxBytes} bytes.`);
+
+export const unsupportedMediaType = (got: string | undefined) =>
+  new HttpError(
+    415,
+    'unsupported_media_type',
+    `Send the request body as JSON with "Content-Type: application/json" (got ${got ? JSON.stringify(truncate(got, 80)) : 'no Content-Type'}).`,
+  );
+
+export const unauthorized = (why: string) =>
+  new HttpError(401, 'unauthorized', why, { 'WWW-Authenticate': 'Bearer realm="durable-agents"' });
+
+export const routeNotFound = (method: string, path: string) =>
+  new HttpError(404, 'not_found', `There is no route ${method} ${truncate(path, 200)}.`);
+
+export function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} characters)`;
+}
