@@ -64,6 +64,8 @@ function nonEmpty(value: string | undefined): string | undefined {
 }
 
 function convert(raw: string, type: 'int' | 'float' | 'string', flag: string): unknown {
+  // `--token ""` must not silently turn authentication off (nor `--db ""` open a temporary database).
+  if (raw === '') throw new InvalidInputError(`--${flag} needs a value.`);
   if (type === 'string') return raw;
   const n = Number(raw);
   if (!Number.isFinite(n) || (type === 'int' && !Number.isInteger(n)) || n < 0) {

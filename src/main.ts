@@ -1,5 +1,6 @@
 import { serve, type ServerType } from '@hono/node-server';
 import type { Config } from './config.js';
+import { InvalidInputError } from './errors.js';
 import type { LlmClient } from './llm/client.js';
 import { createOpenAiClient } from './llm/openai-client.js';
 import { createSimulatedLlm } from './llm/simulated-client.js';
@@ -16,10 +17,13 @@ export interface Service {
   close(): Promise<void>;
 }
 
+/** How long shutdown waits for in-flight requests before cutting their connections. */
+const SHUTDOWN_GRACE_MS = 5_000;
+
 /** The composition root: open the store, pick the LLM, recover agents, serve HTTP. */
 export async function main(config: Config, log: Logger = createLogger()): Promise<Service> {
   if (config.databaseUrl) {
-    throw new Error('--database-url (the Postgres store) is not available in this build yet; use --db for SQLite.');
+    throw new InvalidInputError('--database-url (the Postgres store) is not available in this build yet; use --db for SQLite.');
   }
   const llm = chooseLlm(config, log);
   const store = await openSqliteStore(config.db, { synchronous: config.synchronous });
@@ -39,9 +43,20 @@ export async function main(config: Config, log: Logger = createLogger()): Promis
       }),
     ],
   });
-  const app = createServer({ runtime });
-  const { server, url } = await listen(app.fetch, config);
-  log.info({ url, store: store.location, llm: llm.description }, `durable-agents listening on ${url}`);
+  const shutdown = new AbortController();
+  const app = createServer({ runtime, token: config.token, logger: log, shutdown: shutdown.signal });
+  let listening: { server: ServerType; url: string };
+  try {
+    listening = await listen(app.fetch, config);
+  } catch (err) {
+    await runtime.close();
+    throw err;
+  }
+  const { server, url } = listening;
+  log.info(
+    { url, store: store.kind, location: store.location, llm: llm.description, auth: config.token ? 'bearer token' : 'none' },
+    `durable-agents listening on ${url} (store: ${store.kind} ${store.location}; LLM: ${llm.description})`,
+  );
 
   let closing: Promise<void> | undefined;
   return {
@@ -50,7 +65,14 @@ export async function main(config: Config, log: Logger = createLogger()): Promis
     url,
     close: () =>
       (closing ??= (async () => {
-        await new Promise<void>((resolve) => server.close(() => resolve()));
+        // No new connections; open event streams end; in-flight requests finish (or are cut after
+        // the grace period); then the runtime commits what is queued and closes the store.
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        shutdown.abort();
+        if ('closeIdleConnections' in server) server.closeIdleConnections();
+        const cut = setTimeout(() => 'closeAllConnections' in server && server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+        await closed;
+        clearTimeout(cut);
         await runtime.close();
       })()),
   };

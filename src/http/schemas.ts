@@ -88,7 +88,7 @@ export const AgentParamsSchema = z.object({
 
 export const CheckpointParamsSchema = z.object({
   id: IdSchema.openapi({ param: { name: 'id', in: 'path' } }),
-  seq: intParam(1, Number.MAX_SAFE_INTEGER, 'A checkpoint seq is a positive integer.').openapi({
+  seq: intParam(1, Number.MAX_SAFE_INTEGER, 'a checkpoint seq is a positive integer').openapi({
     param: { name: 'seq', in: 'path' },
     example: 1,
   }),
@@ -108,7 +108,7 @@ export const SpawnBodySchema = z
 export const ListQuerySchema = z.object({
   machine: z.string().min(1).max(128).optional().openapi({ param: { name: 'machine', in: 'query' } }),
   status: AgentStatusSchema.optional().openapi({ param: { name: 'status', in: 'query' } }),
-  limit: intParam(1, 1000, 'limit is an integer from 1 to 1000.')
+  limit: intParam(1, 1000, 'an integer from 1 to 1000')
     .optional()
     .openapi({ param: { name: 'limit', in: 'query' }, description: `Page size, 1–1000 (default ${DEFAULT_PAGE_SIZE})` }),
   cursor: z
@@ -129,12 +129,13 @@ export const EventBodySchema = z
   });
 
 export const EventHeadersSchema = z.object({
-  'idempotency-key': z
+  // Matched case-insensitively by the header validator.
+  'Idempotency-Key': z
     .string()
     .min(1)
     .max(255)
     .optional()
-    .openapi({ param: { name: 'Idempotency-Key', in: 'header' }, description: 'The same key again returns the first seq' }),
+    .openapi({ description: 'The same key again returns the same 202 {"seq"} and adds no event' }),
 });
 
 export const AcceptedSchema = z.object({ seq: z.number().int() }).openapi('Accepted');

@@ -29,7 +29,7 @@ export function toValidationError(target: string, error: ZodError, data: unknown
     const value = data && typeof data === 'object' ? (data as { id?: unknown }).id : undefined;
     return new InvalidIdError(typeof value === 'string' ? value : JSON.stringify(value) ?? 'nothing');
   }
-  const details = error.issues.slice(0, MAX_ISSUES).map((i) => `${i.path.length ? i.path.join('.') : '(value)'}: ${i.message}`);
+  const details = error.issues.slice(0, MAX_ISSUES).map((i) => `${i.path.length ? i.path.join('.') : '(value)'}: ${i.message.replace(/\.$/, '')}`);
   if (error.issues.length > MAX_ISSUES) details.push(`and ${error.issues.length - MAX_ISSUES} more`);
   return new InvalidInputError(`Invalid ${WHERE[target] ?? target}: ${details.join('; ')}.`);
 }

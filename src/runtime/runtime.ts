@@ -209,7 +209,7 @@ export class Runtime implements HostOwner {
       if (checkpoint && checkpoint.machineVersion !== machine.version) {
         throw new Error(`its checkpoint was written by version ${checkpoint.machineVersion} of "${machine.name}", this process runs ${machine.version}`);
       }
-      const snapshot = checkpoint ? parseSnapshot(checkpoint.snapshot) : undefined;
+      const snapshot = checkpoint ? parseSnapshot(checkpoint.snapshot, machine) : undefined;
       host = new AgentHost(
         agent.id,
         machine,
@@ -300,7 +300,7 @@ function parseWith(schema: RegisteredMachine['input'], value: unknown, what: str
   throw new InvalidInputError(`Invalid ${what}: ${detail}.`);
 }
 
-function parseSnapshot(text: string): unknown {
+function parseSnapshot(text: string, machine: RegisteredMachine): unknown {
   let snapshot: unknown;
   try {
     snapshot = JSON.parse(text);
@@ -309,6 +309,15 @@ function parseSnapshot(text: string): unknown {
   }
   if (typeof snapshot !== 'object' || snapshot === null || !('value' in snapshot) || !('status' in snapshot)) {
     throw new Error('its snapshot is not an XState persisted snapshot');
+  }
+  // XState silently drops a child whose src it cannot resolve, leaving the agent stuck forever in
+  // the invoking state (XSTATE-NOTES Q2): refuse it here, loudly.
+  const children = (snapshot as { children?: Record<string, { src?: unknown }> }).children ?? {};
+  const known = machine.durable.implementations.actors;
+  for (const [id, child] of Object.entries(children)) {
+    if (typeof child?.src !== 'string' || !(child.src in known)) {
+      throw new Error(`its snapshot has a running actor "${id}" whose logic "${String(child?.src)}" is not registered`);
+    }
   }
   return snapshot;
 }

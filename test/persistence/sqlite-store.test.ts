@@ -1,0 +1,55 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { SchemaTooNewError } from '../../src/errors.js';
+import { migrations } from '../../src/persistence/sqlite/migrations.js';
+import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
+import { tempDbFile, tempDir } from '../helpers/temp.js';
+import { storeContract } from './store-contract.js';
+
+storeContract('SQLite', () => openSqliteStore(tempDbFile()));
+
+describe('SQLite store files', () => {
+  it('creates the file, its folder and the whole schema from nothing', async () => {
+    const file = path.join(tempDir(), 'nested', 'deeper', 'agents.db');
+    const store = await openSqliteStore(file);
+    await store.close();
+    expect(fs.existsSync(file)).toBe(true);
+    const db = new Database(file, { readonly: true });
+    const tables = (db.prepare(`select name from sqlite_master where type = 'table' order by name`).all() as { name: string }[]).map((t) => t.name);
+    expect(tables).toEqual(['actions', 'agents', 'checkpoints', 'effects', 'events', 'schema_migrations']);
+    expect(db.prepare('select id, name from schema_migrations').all()).toEqual(migrations.map(({ id, name }) => ({ id, name })));
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    db.close();
+  });
+
+  it('reopens an existing file without migrating twice and keeps its data', async () => {
+    const file = tempDbFile();
+    const first = await openSqliteStore(file);
+    await first.createAgent({ id: 'a1', machine: 'agent', machineVersion: '1', input: {}, createdAt: new Date().toISOString() });
+    await first.close();
+    const second = await openSqliteStore(file);
+    expect(await second.getAgent('a1')).toMatchObject({ id: 'a1' });
+    expect((second.db.prepare('select count(*) as n from schema_migrations').get() as { n: number }).n).toBe(migrations.length);
+    await second.close();
+  });
+
+  it('refuses a file migrated by a newer version', async () => {
+    const file = tempDbFile();
+    await (await openSqliteStore(file)).close();
+    const db = new Database(file);
+    db.prepare('insert into schema_migrations (id, name, applied_at) values (?, ?, ?)').run(999, 'future', new Date().toISOString());
+    db.close();
+    await expect(openSqliteStore(file)).rejects.toBeInstanceOf(SchemaTooNewError);
+  });
+
+  it('sets synchronous=FULL when asked, NORMAL otherwise', async () => {
+    const full = await openSqliteStore(tempDbFile(), { synchronous: 'full' });
+    const normal = await openSqliteStore(tempDbFile());
+    expect(full.db.pragma('synchronous', { simple: true })).toBe(2);
+    expect(normal.db.pragma('synchronous', { simple: true })).toBe(1);
+    await full.close();
+    await normal.close();
+  });
+});

@@ -1,0 +1,161 @@
+/**
+ * The behaviour every Store must have, whatever its database. Each backend's test file runs this
+ * suite against a fresh store of its own.
+ */
+import { describe, expect, it } from 'vitest';
+import { ConflictError, NotFoundError } from '../../src/errors.js';
+import type { Store, Write } from '../../src/persistence/store.js';
+
+const at = (ms = 0) => new Date(Date.UTC(2026, 10, 30, 5, 41, 7, ms)).toISOString();
+
+export function checkpoint(agentId: string, seq: number, extra: Partial<Extract<Write, { kind: 'checkpoint' }>> = {}): Write {
+  return {
+    kind: 'checkpoint',
+    agentId,
+    seq,
+    inboxPosition: 0,
+    createdAt: at(seq),
+    machineVersion: '1',
+    eventType: seq === 1 ? 'xstate.init' : 'step',
+    state: `s${seq}`,
+    status: 'active',
+    progress: seq,
+    snapshot: JSON.stringify({ status: 'active', value: `s${seq}`, context: { n: seq }, children: {}, historyValue: {} }),
+    actions: [],
+    ...extra,
+  };
+}
+
+export function storeContract(name: string, open: () => Promise<Store>) {
+  describe(`${name} store contract`, () => {
+    const newAgent = (id: string, machine = 'agent') => ({ id, machine, machineVersion: '1', input: { tasks: ['t'] }, createdAt: at() });
+
+    it('creates an agent once and returns the existing row for the same id', async () => {
+      const store = await open();
+      const first = await store.createAgent(newAgent('a1'));
+      const second = await store.createAgent(newAgent('a1', 'other'));
+      expect(first.created).toBe(true);
+      expect(second.created).toBe(false);
+      expect(second.agent).toMatchObject({ id: 'a1', machine: 'agent', status: 'active', input: { tasks: ['t'] }, lastSeq: 0 });
+      await store.close();
+    });
+
+    it('numbers inbox events per agent and de-duplicates by idempotency key', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      await store.createAgent(newAgent('a2'));
+      expect(await store.appendEvent('a1', { type: 'x' })).toEqual({ seq: 1, duplicate: false });
+      expect(await store.appendEvent('a1', { type: 'y', v: 1 }, 'k1')).toEqual({ seq: 2, duplicate: false });
+      expect(await store.appendEvent('a1', { type: 'y', v: 2 }, 'k1')).toEqual({ seq: 2, duplicate: true });
+      expect(await store.appendEvent('a2', { type: 'z' }, 'k1')).toEqual({ seq: 1, duplicate: false });
+      const events = await store.eventsAfter('a1', 0);
+      expect(events.map((e) => [e.seq, e.event])).toEqual([[1, { type: 'x' }], [2, { type: 'y', v: 1 }]]);
+      expect(await store.eventsAfter('a1', 1)).toHaveLength(1);
+      await store.close();
+    });
+
+    it('refuses events for unknown and inactive agents, but still answers a repeated key', async () => {
+      const store = await open();
+      await expect(store.appendEvent('nobody', { type: 'x' })).rejects.toBeInstanceOf(NotFoundError);
+      await store.createAgent(newAgent('a1'));
+      await store.appendEvent('a1', { type: 'x' }, 'k');
+      await store.commit([{ kind: 'status', agentId: 'a1', status: 'stopped', error: null, at: at() }]);
+      await expect(store.appendEvent('a1', { type: 'x' })).rejects.toBeInstanceOf(ConflictError);
+      expect(await store.appendEvent('a1', { type: 'x' }, 'k')).toEqual({ seq: 1, duplicate: true });
+      await store.close();
+    });
+
+    it('commits checkpoints with their action rows and moves the agent row along', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      await store.commit([
+        checkpoint('a1', 1),
+        checkpoint('a1', 2, { inboxPosition: 3, actions: [{ action: 'callLlm', payload: { task: 't' }, result: { ok: true } }] }),
+      ]);
+      const agent = await store.getAgent('a1');
+      expect(agent).toMatchObject({ lastSeq: 2, inboxPosition: 3, state: 's2', progress: 2, updatedAt: at(2) });
+      expect((await store.listCheckpoints('a1')).map((c) => [c.seq, c.state, c.eventType])).toEqual([
+        [1, 's1', 'xstate.init'],
+        [2, 's2', 'step'],
+      ]);
+      expect(await store.getCheckpoint('a1', 2)).toMatchObject({ seq: 2, machineVersion: '1', snapshot: expect.stringContaining('"n":2') });
+      expect(await store.getCheckpoint('a1', 3)).toBeUndefined();
+      expect(await store.listActions('a1')).toEqual([
+        { seq: 2, action: 'callLlm', payload: { task: 't' }, result: { ok: true }, createdAt: at(2) },
+      ]);
+      await store.close();
+    });
+
+    it('applies a whole batch or nothing of it', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      await store.createAgent(newAgent('a2'));
+      await store.commit([checkpoint('a1', 1)]);
+      // The second write repeats (a1, 1): the whole batch, a2's checkpoint included, must roll back.
+      await expect(store.commit([checkpoint('a2', 1), checkpoint('a1', 1)])).rejects.toThrow();
+      expect(await store.listCheckpoints('a2')).toEqual([]);
+      expect(await store.getAgent('a2')).toMatchObject({ lastSeq: 0, state: null });
+      expect(await store.listCheckpoints('a1')).toHaveLength(1);
+      await store.close();
+    });
+
+    it('records an effect once under its key', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      const effect = (result: unknown): Write => ({ kind: 'effect', agentId: 'a1', seq: 1, idempotencyKey: 'a1:1', result, createdAt: at() });
+      await store.commit([effect({ status: 200 })]);
+      await store.commit([effect({ status: 201 })]);
+      expect(await store.findEffect('a1:1')).toMatchObject({ agentId: 'a1', seq: 1, result: { status: 200 } });
+      expect(await store.findEffect('a1:2')).toBeUndefined();
+      await store.close();
+    });
+
+    it('advances the inbox position for ignored events without a checkpoint', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      await store.commit([{ kind: 'consume', agentId: 'a1', inboxPosition: 4, at: at() }]);
+      expect(await store.getAgent('a1')).toMatchObject({ inboxPosition: 4, lastSeq: 0 });
+      await store.close();
+    });
+
+    it('pages agents in creation order with filters and an opaque cursor', async () => {
+      const store = await open();
+      for (const id of ['c', 'a', 'b', 'd']) await store.createAgent(newAgent(id, id === 'd' ? 'other' : 'agent'));
+      await store.commit([{ kind: 'status', agentId: 'b', status: 'stopped', error: null, at: at() }]);
+      const first = await store.listAgents({ limit: 2 });
+      expect(first.items.map((a) => a.id)).toEqual(['c', 'a']);
+      const second = await store.listAgents({ limit: 2, cursor: first.nextCursor! });
+      expect(second.items.map((a) => a.id)).toEqual(['b', 'd']);
+      expect(second.nextCursor).toBeNull();
+      expect((await store.listAgents({ limit: 10, machine: 'agent', status: 'active' })).items.map((a) => a.id)).toEqual(['c', 'a']);
+      await store.close();
+    });
+
+    it('loads active agents with their last checkpoint for recovery', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('fresh'));
+      await store.createAgent(newAgent('busy'));
+      await store.createAgent(newAgent('stopped'));
+      await store.commit([
+        checkpoint('busy', 1),
+        checkpoint('busy', 2),
+        { kind: 'status', agentId: 'stopped', status: 'stopped', error: null, at: at() },
+      ]);
+      const loaded = await store.loadActiveAgents();
+      expect(loaded.map((r) => [r.agent.id, r.checkpoint?.seq])).toEqual([
+        ['fresh', undefined],
+        ['busy', 2],
+      ]);
+      await store.close();
+    });
+
+    it('creates a forked agent together with its first checkpoint', async () => {
+      const store = await open();
+      const body = checkpoint('x', 1) as Extract<Write, { kind: 'checkpoint' }>;
+      const { agent } = await store.createAgent({ ...newAgent('fork'), snapshot: body });
+      expect(agent).toMatchObject({ lastSeq: 1, state: 's1' });
+      expect(await store.getCheckpoint('fork', 1)).toMatchObject({ snapshot: body.snapshot });
+      await store.close();
+    });
+  });
+}

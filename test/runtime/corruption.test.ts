@@ -1,0 +1,121 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { assign, setup } from 'xstate';
+import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
+import type { MachineDefinition } from '../../src/runtime/machine-definition.js';
+import { isIdleWithProgress, startRuntime, waitForView, type TestRuntime } from '../helpers/runtime.js';
+import { agentDefinition } from '../../src/runtime/agent-definition.js';
+import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
+
+/** A counter whose `boom` event throws inside an action, and whose `bigint` event stores what JSON cannot. */
+const fragile = setup({
+  types: { context: {} as { count: number; big?: unknown }, events: {} as { type: 'inc' } | { type: 'boom' } | { type: 'bigint' } },
+}).createMachine({
+  id: 'fragile',
+  context: { count: 0 },
+  on: {
+    inc: { actions: assign({ count: ({ context }) => context.count + 1 }) },
+    boom: {
+      actions: () => {
+        throw new Error('the action blew up');
+      },
+    },
+    bigint: { actions: assign({ big: () => 10n }) },
+  },
+});
+const fragileDefinition: MachineDefinition = { name: 'fragile', machine: fragile };
+
+describe('state corruption is detected, isolated to its agent, and reported', () => {
+  const open: TestRuntime[] = [];
+  afterEach(async () => {
+    for (const t of open.splice(0)) await t.runtime.close();
+  });
+  const start = async (options: Parameters<typeof startRuntime>[0] = {}) => {
+    const t = await startRuntime(options);
+    open.push(t);
+    return t;
+  };
+
+  /** Two idle agents on a file; `damage` then edits the victim's last checkpoint row by hand. */
+  async function damagedFile(damage: (snapshot: string) => string, version?: string) {
+    const first = await startRuntime();
+    await first.runtime.spawn('agent', { id: 'victim' });
+    await first.runtime.spawn('agent', { id: 'healthy' });
+    await first.runtime.close();
+    const store = await openSqliteStore(first.file);
+    const row = store.db.prepare(`select seq, snapshot from checkpoints where agent_id = 'victim' order by seq desc limit 1`).get() as {
+      seq: number;
+      snapshot: string;
+    };
+    store.db
+      .prepare(`update checkpoints set snapshot = ?, machine_version = ? where agent_id = 'victim' and seq = ?`)
+      .run(damage(row.snapshot), version ?? '1', row.seq);
+    await store.close();
+    return first.file;
+  }
+
+  async function expectQuarantined(file: string, reason: RegExp) {
+    const t = await start({ file });
+    const victim = await t.store.getAgent('victim');
+    expect(victim?.status).toBe('error');
+    expect(victim?.error?.name).toBe('CorruptStateError');
+    expect(victim?.error?.message).toMatch(/Agent "victim" cannot be restored/);
+    expect(victim?.error?.message).toMatch(reason);
+    // The rest of the runtime goes on: the healthy agent takes work.
+    await t.runtime.send('healthy', { type: 'task.add', task: 'still working' });
+    await waitForView(t.runtime, 'healthy', isIdleWithProgress(1));
+    await expect(t.runtime.send('victim', { type: 'task.add', task: 'x' })).rejects.toMatchObject({ code: 'conflict' });
+  }
+
+  it('quarantines an agent whose snapshot row is not JSON', async () => {
+    await expectQuarantined(await damagedFile((s) => s.slice(0, 20)), /not valid JSON/);
+  });
+
+  it('quarantines an agent whose snapshot names a state the machine does not have', async () => {
+    await expectQuarantined(await damagedFile((s) => s.replace('"value":"idle"', '"value":"vanished"')), /vanished/);
+  });
+
+  it('quarantines an agent whose snapshot runs an actor that is not registered', async () => {
+    const withGhostChild = (s: string) => {
+      const snapshot = JSON.parse(s) as { children: Record<string, unknown> };
+      snapshot.children.ghost = { snapshot: { status: 'active' }, src: 'renamedActor', syncSnapshot: false };
+      return JSON.stringify(snapshot);
+    };
+    await expectQuarantined(await damagedFile(withGhostChild), /"renamedActor" is not registered/);
+  });
+
+  it('quarantines an agent whose checkpoint was written by another version of its machine', async () => {
+    await expectQuarantined(await damagedFile((s) => s, '0'), /version 0/);
+  });
+
+  it('keeps the last checkpoint intact when an action throws inside a transition', async () => {
+    const machines = [fragileDefinition, agentDefinition({ llm: createSimulatedLlm() })];
+    const t = await start({ machines });
+    await t.runtime.spawn('fragile', { id: 'f1' });
+    await t.runtime.spawn('agent', { id: 'neighbour' });
+    await t.runtime.send('f1', { type: 'inc' });
+    await waitForView(t.runtime, 'f1', (v) => (v.context as { count: number }).count === 1);
+    const before = await t.store.listCheckpoints('f1');
+
+    await t.runtime.send('f1', { type: 'boom' });
+    const failed = await waitForView(t.runtime, 'f1', (v) => v.status === 'error');
+    expect(failed.context).toEqual({ count: 1 });
+    expect(await t.store.listCheckpoints('f1')).toEqual(before);
+    expect((await t.store.getAgent('f1'))?.error?.message).toBe('the action blew up');
+
+    await t.runtime.send('neighbour', { type: 'task.add', task: 'unaffected' });
+    await waitForView(t.runtime, 'neighbour', isIdleWithProgress(1));
+  });
+
+  it('refuses to checkpoint a context JSON cannot hold, and parks only that agent', async () => {
+    const t = await start({ machines: [fragileDefinition] });
+    await t.runtime.spawn('fragile', { id: 'f1' });
+    await t.runtime.spawn('fragile', { id: 'f2' });
+    const before = await t.store.listCheckpoints('f1');
+    await t.runtime.send('f1', { type: 'bigint' });
+    await waitForView(t.runtime, 'f1', (v) => v.status === 'error');
+    expect(await t.store.listCheckpoints('f1')).toEqual(before);
+    expect((await t.store.getAgent('f1'))?.error?.message).toMatch(/BigInt/);
+    await t.runtime.send('f2', { type: 'inc' });
+    await waitForView(t.runtime, 'f2', (v) => (v.context as { count: number }).count === 1);
+  });
+});
