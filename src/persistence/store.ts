@@ -145,7 +145,7 @@ export interface RestorableAgent {
 export type AppendResult = { seq: number; duplicate: boolean };
 
 export interface Store {
-  readonly kind: 'sqlite' | 'postgres';
+  readonly kind: 'sqlite' | 'postgres' | 'memory';
   /** A description for logs (a path or a redacted URL). */
   readonly location: string;
 

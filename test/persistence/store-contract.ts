@@ -3,7 +3,7 @@
  * suite against a fresh store of its own.
  */
 import { describe, expect, it } from 'vitest';
-import { ConflictError, NotFoundError } from '../../src/errors.js';
+import { ConflictError, InvalidInputError, NotFoundError } from '../../src/errors.js';
 import type { Store, Write } from '../../src/persistence/store.js';
 
 const at = (ms = 0) => new Date(Date.UTC(2026, 10, 30, 5, 41, 7, ms)).toISOString();
@@ -128,6 +128,7 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       expect(second.items.map((a) => a.id)).toEqual(['b', 'd']);
       expect(second.nextCursor).toBeNull();
       expect((await store.listAgents({ limit: 10, machine: 'agent', status: 'active' })).items.map((a) => a.id)).toEqual(['c', 'a']);
+      await expect(store.listAgents({ limit: 2, cursor: 'not-a-cursor' })).rejects.toBeInstanceOf(InvalidInputError);
       await store.close();
     });
 

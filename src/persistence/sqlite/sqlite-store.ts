@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { ConflictError, NotFoundError, type SerializedError } from '../../errors.js';
+import { ConflictError, InvalidInputError, NotFoundError, type SerializedError } from '../../errors.js';
 import type {
   ActionRecord,
   AgentQuery,
@@ -353,8 +353,6 @@ function encodeCursor(pos: number): string {
 function decodeCursor(cursor: string | undefined): number | undefined {
   if (cursor === undefined) return undefined;
   const match = /^p:(\d+)$/.exec(Buffer.from(cursor, 'base64url').toString());
-  if (!match) throw new InvalidCursor();
+  if (!match) throw new InvalidInputError('That cursor is not one this server gave out.');
   return Number(match[1]);
 }
-
-class InvalidCursor extends ConflictError {}

@@ -1,0 +1,167 @@
+import { ConflictError, InvalidInputError, NotFoundError } from '../../errors.js';
+import type {
+  ActionRecord,
+  AgentQuery,
+  AgentRecord,
+  CheckpointRecord,
+  CheckpointSummary,
+  EffectRecord,
+  EventRecord,
+  InboxEvent,
+  NewAgent,
+  Page,
+  RestorableAgent,
+  Store,
+  Write,
+} from '../store.js';
+
+interface AgentData {
+  pos: number;
+  record: AgentRecord;
+  checkpoints: CheckpointRecord[];
+  events: EventRecord[];
+  actions: ActionRecord[];
+}
+
+/**
+ * A Store in process memory: nothing survives the process. For tests and for measuring what
+ * durability costs (the benchmark runs the same runtime on it and on SQLite). Values are copied
+ * through JSON on the way in, as a database would, so no caller can mutate stored state.
+ */
+export class MemoryStore implements Store {
+  readonly kind = 'memory' as const;
+  readonly location = ':memory:';
+  private readonly agents = new Map<string, AgentData>();
+  private readonly effects = new Map<string, EffectRecord>();
+  private nextPos = 1;
+
+  async createAgent(agent: NewAgent) {
+    const existing = this.agents.get(agent.id);
+    if (existing) return { agent: { ...existing.record }, created: false };
+    const first = agent.snapshot;
+    const record: AgentRecord = {
+      id: agent.id,
+      machine: agent.machine,
+      machineVersion: agent.machineVersion,
+      status: first?.status ?? 'active',
+      state: first ? copy(first.state) : null,
+      progress: first?.progress ?? 0,
+      input: copy(agent.input ?? {}),
+      lastSeq: first ? 1 : 0,
+      inboxPosition: 0,
+      eventSeq: 0,
+      error: null,
+      createdAt: agent.createdAt,
+      updatedAt: agent.createdAt,
+    };
+    const checkpoints = first ? [{ ...first, state: copy(first.state), agentId: agent.id, seq: 1, createdAt: agent.createdAt }] : [];
+    this.agents.set(agent.id, { pos: this.nextPos++, record, checkpoints, events: [], actions: [] });
+    return { agent: { ...record }, created: true };
+  }
+
+  async getAgent(id: string) {
+    const data = this.agents.get(id);
+    return data && { ...data.record };
+  }
+
+  async listAgents(query: AgentQuery): Promise<Page<AgentRecord>> {
+    const after = query.cursor === undefined ? 0 : Number(query.cursor);
+    if (!Number.isInteger(after)) throw new InvalidInputError('That cursor is not one this server gave out.');
+    const matching = [...this.agents.values()].filter(
+      (a) =>
+        a.pos > after &&
+        (query.machine === undefined || a.record.machine === query.machine) &&
+        (query.status === undefined || a.record.status === query.status),
+    );
+    const page = matching.slice(0, query.limit);
+    const last = page.at(-1);
+    return { items: page.map((a) => ({ ...a.record })), nextCursor: matching.length > query.limit && last ? String(last.pos) : null };
+  }
+
+  async appendEvent(agentId: string, event: InboxEvent, idempotencyKey?: string) {
+    const data = this.agents.get(agentId);
+    if (!data) throw new NotFoundError('agent', agentId);
+    if (idempotencyKey !== undefined) {
+      const existing = data.events.find((e) => e.idempotencyKey === idempotencyKey);
+      if (existing) return { seq: existing.seq, duplicate: true };
+    }
+    if (data.record.status !== 'active') throw new ConflictError(`Agent "${agentId}" is ${data.record.status}; it takes no more events.`);
+    const seq = ++data.record.eventSeq;
+    data.events.push({ agentId, seq, event: copy(event), idempotencyKey: idempotencyKey ?? null, createdAt: new Date().toISOString() });
+    return { seq, duplicate: false };
+  }
+
+  async eventsAfter(agentId: string, position: number): Promise<EventRecord[]> {
+    return (this.agents.get(agentId)?.events ?? []).filter((e) => e.seq > position).map((e) => ({ ...e, event: copy(e.event) }));
+  }
+
+  async commit(writes: readonly Write[]): Promise<void> {
+    // All or nothing, like a transaction: check every write before applying any.
+    for (const w of writes) {
+      const data = this.agents.get(w.agentId);
+      if (!data) throw new NotFoundError('agent', w.agentId);
+      if (w.kind === 'checkpoint' && data.checkpoints.some((c) => c.seq === w.seq)) {
+        throw new ConflictError(`Checkpoint ${w.agentId}@${w.seq} already exists.`);
+      }
+    }
+    for (const w of writes) this.apply(w, this.agents.get(w.agentId)!);
+  }
+
+  private apply(w: Write, data: AgentData): void {
+    const record = data.record;
+    switch (w.kind) {
+      case 'checkpoint':
+        data.checkpoints.push({
+          agentId: w.agentId, seq: w.seq, machineVersion: w.machineVersion, eventType: w.eventType,
+          state: copy(w.state), status: w.status, progress: w.progress, snapshot: w.snapshot, createdAt: w.createdAt,
+        });
+        for (const a of w.actions) data.actions.push({ seq: w.seq, ...copy(a), createdAt: w.createdAt });
+        Object.assign(record, { state: copy(w.state), status: w.status, progress: w.progress, lastSeq: w.seq, inboxPosition: w.inboxPosition, updatedAt: w.createdAt });
+        return;
+      case 'consume':
+        record.inboxPosition = Math.max(record.inboxPosition, w.inboxPosition);
+        record.updatedAt = w.at;
+        return;
+      case 'effect':
+        if (!this.effects.has(w.idempotencyKey)) {
+          this.effects.set(w.idempotencyKey, { idempotencyKey: w.idempotencyKey, agentId: w.agentId, seq: w.seq, result: copy(w.result), createdAt: w.createdAt });
+        }
+        return;
+      case 'status':
+        Object.assign(record, { status: w.status, error: w.error, updatedAt: w.at });
+        return;
+    }
+  }
+
+  async listCheckpoints(agentId: string): Promise<CheckpointSummary[]> {
+    return (this.agents.get(agentId)?.checkpoints ?? []).map(({ seq, eventType, state, status, progress, createdAt }) => ({
+      seq, eventType, state: copy(state), status, progress, createdAt,
+    }));
+  }
+
+  async getCheckpoint(agentId: string, seq: number) {
+    const found = this.agents.get(agentId)?.checkpoints.find((c) => c.seq === seq);
+    return found && { ...found, state: copy(found.state) };
+  }
+
+  async listActions(agentId: string): Promise<ActionRecord[]> {
+    return (this.agents.get(agentId)?.actions ?? []).map((a) => copy(a));
+  }
+
+  async findEffect(idempotencyKey: string) {
+    const found = this.effects.get(idempotencyKey);
+    return found && copy(found);
+  }
+
+  async loadActiveAgents(): Promise<RestorableAgent[]> {
+    return [...this.agents.values()]
+      .filter((a) => a.record.status === 'active')
+      .map((a) => ({ agent: { ...a.record }, checkpoint: a.checkpoints.find((c) => c.seq === a.record.lastSeq) }));
+  }
+
+  async close(): Promise<void> {}
+}
+
+function copy<T>(value: T): T {
+  return value === undefined ? value : (JSON.parse(JSON.stringify(value)) as T);
+}
