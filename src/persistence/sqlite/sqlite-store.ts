@@ -66,6 +66,9 @@ export async function openSqliteStore(file: string, options: SqliteStoreOptions 
   db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
   db.pragma('busy_timeout = 5000');
   db.pragma('foreign_keys = ON');
+  // Agents' rows are rewritten at every transition; a longer WAL copies each hot page back once per
+  // checkpoint instead of many times (measured: 7.0 → 4.7 KB written per agent checkpoint).
+  db.pragma('wal_autocheckpoint = 10000');
   migrate(db);
   return new SqliteStore(db, file);
 }

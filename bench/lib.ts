@@ -1,0 +1,28 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+export function tempFile(name = 'bench.db'): string {
+  return path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'da-bench-')), name);
+}
+
+/** Bytes this process has caused to be written to storage so far (Linux). */
+export function writtenBytes(): number {
+  const io = fs.readFileSync('/proc/self/io', 'utf8');
+  return Number(/write_bytes: (\d+)/.exec(io)?.[1] ?? 0);
+}
+
+export const round = (n: number, digits = 2) => Number(n.toFixed(digits));
+
+/** Workloads print one JSON line with their figures; the runner collects them. */
+export function report(figures: Record<string, number | string>): void {
+  process.stdout.write(`${JSON.stringify(figures)}\n`);
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

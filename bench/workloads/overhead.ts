@@ -1,0 +1,21 @@
+/** `overhead`: the same runtime and agent loop on SQLite vs on an in-memory store. */
+import { runAgentLoop } from '../agent-loop.js';
+import { median, report, round } from '../lib.js';
+
+const synchronous = process.argv[2] === 'full' ? 'full' : 'normal';
+const sqlite: number[] = [];
+const memory: number[] = [];
+await runAgentLoop('memory');
+await runAgentLoop('sqlite', synchronous);
+for (let run = 0; run < 3; run++) {
+  const m = await runAgentLoop('memory');
+  memory.push((m.checkpoints / m.ms) * 1000);
+  const s = await runAgentLoop('sqlite', synchronous);
+  sqlite.push((s.checkpoints / s.ms) * 1000);
+}
+report({
+  ratio: round(median(sqlite) / median(memory)),
+  sqliteCheckpointsPerSec: Math.round(median(sqlite)),
+  memoryCheckpointsPerSec: Math.round(median(memory)),
+  synchronous,
+});

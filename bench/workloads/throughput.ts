@@ -1,0 +1,27 @@
+/** `throughput` (synchronous=NORMAL) or `durable` (synchronous=FULL): runtime vs raw single-row INSERTs. */
+import { rawInserts, runAgentLoop } from '../agent-loop.js';
+import { median, report, round } from '../lib.js';
+
+const synchronous = process.argv[2] === 'full' ? 'full' : 'normal';
+const RUNS = 3;
+const runtimeRates: number[] = [];
+const taskRates: number[] = [];
+const rawRates: number[] = [];
+const bytes: number[] = [];
+await runAgentLoop('sqlite', synchronous); // warm-up: JIT, page cache
+for (let run = 0; run < RUNS; run++) {
+  // Interleaved, so a noisy neighbour hurts both sides alike.
+  const loop = await runAgentLoop('sqlite', synchronous);
+  runtimeRates.push((loop.checkpoints / loop.ms) * 1000);
+  taskRates.push((loop.tasks / loop.ms) * 1000);
+  bytes.push(loop.bytesWritten / loop.checkpoints);
+  rawRates.push(rawInserts(loop.snapshots, synchronous === 'full' ? 2000 : loop.checkpoints, synchronous).perSec);
+}
+report({
+  ratio: round(median(runtimeRates) / median(rawRates)),
+  checkpointsPerSec: Math.round(median(runtimeRates)),
+  tasksPerSec: Math.round(median(taskRates)),
+  baselinePerSec: Math.round(median(rawRates)),
+  bytesPerCheckpoint: Math.round(median(bytes)),
+  synchronous,
+});
