@@ -76,7 +76,7 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
           lastError: null,
         };
       }),
-      countAttempt: assign({ attempt: ({ context }) => context.attempt + 1 }),
+      countAttempt: assign({ attempt: ({ context }) => context.attempt + 1, nextAttemptAt: null }),
       scheduleRetry: assign(({ context }, error: unknown) => {
         const { value, state } = nextRandom(context.rng);
         const backoff = backoffDelay(context.attempt, context.retry, value);
@@ -175,6 +175,8 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
               src: 'sleepUntil',
               input: ({ context }) => ({ at: context.nextAttemptAt ?? 0 }),
               onDone: 'requesting',
+              // A timer that fails has still ended the wait: an unhandled actor error would crash the agent.
+              onError: 'requesting',
             },
           },
         },
@@ -217,6 +219,8 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
               src: 'sleepUntil',
               input: ({ context }) => ({ at: context.nextAttemptAt ?? 0 }),
               onDone: 'requesting',
+              // A timer that fails has still ended the wait: an unhandled actor error would crash the agent.
+              onError: 'requesting',
             },
           },
         },

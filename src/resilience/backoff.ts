@@ -20,9 +20,12 @@ export function retryDelay(backoffMs: number, retryAfterMs: number | undefined, 
 
 /** Parses an HTTP Retry-After header (delta-seconds or an HTTP date) into milliseconds. */
 export function parseRetryAfter(header: string | null | undefined, now = Date.now()): number | undefined {
-  if (!header) return undefined;
-  const seconds = Number(header);
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.round(seconds * 1000);
-  const date = Date.parse(header);
+  const value = header?.trim();
+  if (!value) return undefined;
+  // RFC 9110: delay-seconds is digits (some servers add a fraction); anything else must be an HTTP
+  // date, which starts with a day name. Number() and Date.parse alone accept ' ', '1e3', '0x10', '-1'.
+  if (/^\d+(\.\d+)?$/.test(value)) return Math.round(Number(value) * 1000);
+  if (!/^[A-Za-z]{3},? /.test(value)) return undefined;
+  const date = Date.parse(value);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
