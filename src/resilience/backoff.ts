@@ -25,7 +25,7 @@ export function parseRetryAfter(header: string | null | undefined, now = Date.no
   // RFC 9110: delay-seconds is digits (some servers add a fraction); anything else must be an HTTP
   // date, which starts with a day name. Number() and Date.parse alone accept ' ', '1e3', '0x10', '-1'.
   if (/^\d+(\.\d+)?$/.test(value)) return Math.round(Number(value) * 1000);
-  if (!/^[A-Za-z]{3},? /.test(value)) return undefined;
+  if (!/^(Mon|Tue|Wed|Thu|Fri|Sat|Sun),? /.test(value)) return undefined;
   const date = Date.parse(value);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
