@@ -217,7 +217,10 @@ export class Runtime implements HostOwner {
         checkpoint ? { kind: 'restore', snapshot, seq: checkpoint.seq } : { kind: 'fresh', input: agent.input },
         agent.inboxPosition,
       );
-      if (checkpoint) host.latest = { ...checkpoint, status: 'active', context: contextOf(checkpoint), at: checkpoint.createdAt };
+      if (checkpoint) {
+        const context = (snapshot as { context?: unknown }).context ?? null;
+        host.latest = { seq: checkpoint.seq, state: checkpoint.state, status: 'active', progress: checkpoint.progress, context, at: checkpoint.createdAt };
+      }
       this.live.set(agent.id, host);
       const failure = host.start();
       if (failure) {
