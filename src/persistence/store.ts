@@ -64,6 +64,11 @@ export interface CheckpointBody {
   progress: number;
   /** JSON text of `actor.getPersistedSnapshot()`. */
   snapshot: string;
+  /**
+   * Nothing runs for this agent until its next event (no invoked actor in flight): recovery may
+   * leave it on disk, and a process may passivate it. Optional for forks (derived on restore).
+   */
+  resting?: boolean;
 }
 
 export interface ActionWrite {
@@ -169,8 +174,11 @@ export interface Store {
   listActions(agentId: string): Promise<ActionRecord[]>;
   findEffect(idempotencyKey: string): Promise<EffectRecord | undefined>;
 
-  /** Every active agent with its last checkpoint, for recovery at start. */
-  loadActiveAgents(): Promise<RestorableAgent[]>;
+  /**
+   * Every active agent with its last checkpoint, for recovery at start. With `skipResting`, agents
+   * that wait for an event and have none pending stay on disk (they are loaded on their next event).
+   */
+  loadActiveAgents(options?: { skipResting?: boolean }): Promise<RestorableAgent[]>;
 
   close(): Promise<void>;
 }

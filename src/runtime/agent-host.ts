@@ -41,6 +41,8 @@ export class AgentHost implements TransitionSink {
   private stopped = false;
   /** The last committed checkpoint, for views. */
   latest: CommittedCheckpoint | undefined;
+  /** Set by the runtime while this host waits to be passivated. */
+  passivationTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly agentId: string,
@@ -82,6 +84,12 @@ export class AgentHost implements TransitionSink {
     return this.stopped;
   }
 
+  /** Nothing runs and nothing waits to be delivered: only a new event can move this agent. */
+  isResting(): boolean {
+    const snapshot = this.actor.getSnapshot() as AnyMachineSnapshot;
+    return !this.stopped && snapshot.status === 'active' && this.inbox.length === 0 && isEmpty(snapshot.children);
+  }
+
   /** The current (possibly not yet committed) snapshot. */
   snapshot(): AnyMachineSnapshot {
     return this.actor.getSnapshot() as AnyMachineSnapshot;
@@ -119,6 +127,7 @@ export class AgentHost implements TransitionSink {
       status,
       progress,
       snapshot: persisted,
+      resting: status === 'active' && isEmpty(next.children),
       actions: action ? [action] : [],
     });
     this.lastCommit = commit;
@@ -203,6 +212,11 @@ export class AgentHost implements TransitionSink {
     this.stop();
     this.owner.failed(this, reason, err);
   }
+}
+
+function isEmpty(record: Record<string, unknown>): boolean {
+  for (const _ in record) return false;
+  return true;
 }
 
 function progressOf(snapshot: AnyMachineSnapshot): number {

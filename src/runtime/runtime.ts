@@ -15,6 +15,12 @@ export interface RuntimeOptions {
   recover?: boolean;
   /** Wait before reloading an agent whose checkpoint could not be committed. */
   reloadDelayMs?: number;
+  /**
+   * Passivation: an agent that has rested this long (nothing in flight, waiting for an event) leaves
+   * memory; its next event brings it back from the store, and recovery leaves resting agents on disk.
+   * Memory then follows the working set, not the number of agents. Unset: agents stay in memory.
+   */
+  passivateAfterMs?: number;
 }
 
 export type ViewListener = (view: AgentView) => void;
@@ -39,6 +45,8 @@ export class Runtime implements HostOwner {
   private readonly live = new Map<string, AgentHost>();
   private readonly listeners = new Map<string, Set<ViewListener>>();
   private readonly reloadDelayMs: number;
+  private readonly passivateAfterMs: number | undefined;
+  private readonly waking = new Map<string, Promise<AgentHost | undefined>>();
   private closing = false;
 
   constructor(options: RuntimeOptions) {
@@ -47,6 +55,7 @@ export class Runtime implements HostOwner {
     this.machines = new Map(options.machines.map((def) => [def.name, registerMachine(def)]));
     this.committer = new GroupCommitter(options.store);
     this.reloadDelayMs = options.reloadDelayMs ?? 1000;
+    this.passivateAfterMs = options.passivateAfterMs;
   }
 
   get liveAgents(): number {
@@ -83,7 +92,9 @@ export class Runtime implements HostOwner {
     const checked = validateEvent(machine, event);
     const result = await this.store.appendEvent(agentId, checked, idempotencyKey);
     if (!result.duplicate) {
-      this.live.get(agentId)?.offer([{ agentId, seq: result.seq, event: checked, idempotencyKey: idempotencyKey ?? null, createdAt: '' }]);
+      const host = this.live.get(agentId) ?? (await this.wake(agentId));
+      if (host) clearTimeout(host.passivationTimer);
+      host?.offer([{ agentId, seq: result.seq, event: checked, idempotencyKey: idempotencyKey ?? null, createdAt: '' }]);
     }
     return result;
   }
@@ -146,7 +157,8 @@ export class Runtime implements HostOwner {
   async recover(): Promise<{ restored: number; quarantined: number }> {
     let restored = 0;
     let quarantined = 0;
-    for (const { agent, checkpoint } of await this.store.loadActiveAgents()) {
+    const skipResting = this.passivateAfterMs !== undefined;
+    for (const { agent, checkpoint } of await this.store.loadActiveAgents({ skipResting })) {
       if (this.live.has(agent.id)) continue;
       const host = await this.activate(agent, checkpoint);
       if (host) restored++;
@@ -160,7 +172,10 @@ export class Runtime implements HostOwner {
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
-    for (const host of this.live.values()) host.stop();
+    for (const host of this.live.values()) {
+      clearTimeout(host.passivationTimer);
+      host.stop();
+    }
     this.live.clear();
     await this.committer.drain();
     await this.store.close();
@@ -179,6 +194,7 @@ export class Runtime implements HostOwner {
   committed(host: AgentHost, checkpoint: CommittedCheckpoint): void {
     host.latest = checkpoint;
     if (checkpoint.status !== 'active' && this.live.get(host.agentId) === host) this.live.delete(host.agentId);
+    else if (this.passivateAfterMs !== undefined && host.isResting()) this.schedulePassivation(host, this.passivateAfterMs);
     this.notify(host.agentId);
   }
 
@@ -236,15 +252,42 @@ export class Runtime implements HostOwner {
   }
 
   private async reload(agentId: string): Promise<void> {
-    if (this.closing || this.live.has(agentId)) return;
     try {
-      const agent = await this.store.getAgent(agentId);
-      if (agent?.status !== 'active') return;
-      await this.activate(agent, agent.lastSeq > 0 ? await this.store.getCheckpoint(agentId, agent.lastSeq) : undefined);
+      await this.wake(agentId);
     } catch (err) {
       this.log.error({ agentId, err }, 'reload failed; retrying');
       setTimeout(() => void this.reload(agentId), this.reloadDelayMs).unref();
     }
+  }
+
+  /** Brings an active agent that is not in memory back from its last checkpoint (once, however many ask). */
+  private wake(agentId: string): Promise<AgentHost | undefined> {
+    const live = this.live.get(agentId);
+    if (live || this.closing) return Promise.resolve(live);
+    let waking = this.waking.get(agentId);
+    if (!waking) {
+      waking = (async () => {
+        const agent = await this.store.getAgent(agentId);
+        if (agent?.status !== 'active' || this.closing) return undefined;
+        const checkpoint = agent.lastSeq > 0 ? await this.store.getCheckpoint(agentId, agent.lastSeq) : undefined;
+        return this.live.get(agentId) ?? (await this.activate(agent, checkpoint));
+      })().finally(() => this.waking.delete(agentId));
+      this.waking.set(agentId, waking);
+    }
+    return waking;
+  }
+
+  private schedulePassivation(host: AgentHost, afterMs: number): void {
+    clearTimeout(host.passivationTimer);
+    host.passivationTimer = setTimeout(() => {
+      void host.settled().then(() => {
+        // Re-checked after the last commit: an event or a transition may have come in meanwhile.
+        if (this.live.get(host.agentId) !== host || !host.isResting() || this.closing) return;
+        host.stop();
+        this.live.delete(host.agentId);
+      });
+    }, afterMs);
+    host.passivationTimer.unref();
   }
 
   /** State corruption is its own failure domain: this agent is parked in `error`, the others go on. */

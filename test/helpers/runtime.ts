@@ -17,12 +17,22 @@ export interface TestRuntime {
 
 /** A runtime on a real SQLite file (a fresh temp file unless one is given), silent logs. */
 export async function startRuntime(
-  options: { file?: string; llm?: LlmClient; defaults?: Partial<AgentDefaults>; machines?: MachineDefinition[] } = {},
+  options: {
+    file?: string;
+    llm?: LlmClient;
+    defaults?: Partial<AgentDefaults>;
+    machines?: MachineDefinition[];
+    passivateAfterMs?: number;
+  } = {},
 ): Promise<TestRuntime> {
   const file = options.file ?? tempDbFile();
   const store = await openSqliteStore(file);
   const machines = options.machines ?? [agentDefinition({ llm: options.llm ?? createSimulatedLlm(), defaults: options.defaults ?? {} })];
-  const runtime = await createRuntime({ store, machines });
+  const runtime = await createRuntime({
+    store,
+    machines,
+    ...(options.passivateAfterMs === undefined ? {} : { passivateAfterMs: options.passivateAfterMs }),
+  });
   return { runtime, store, file };
 }
 

@@ -150,6 +150,21 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       await store.close();
     });
 
+    it('can leave resting agents out of recovery unless events wait for them', async () => {
+      const store = await open();
+      for (const id of ['working', 'resting', 'resting-with-mail']) await store.createAgent(newAgent(id));
+      await store.commit([
+        checkpoint('working', 1, { resting: false }),
+        checkpoint('resting', 1, { resting: true }),
+        checkpoint('resting-with-mail', 1, { resting: true }),
+      ]);
+      await store.appendEvent('resting-with-mail', { type: 'task.add', task: 'x' });
+      const ids = async (skipResting: boolean) => (await store.loadActiveAgents({ skipResting })).map((r) => r.agent.id);
+      expect(await ids(true)).toEqual(['working', 'resting-with-mail']);
+      expect(await ids(false)).toEqual(['working', 'resting', 'resting-with-mail']);
+      await store.close();
+    });
+
     it('creates a forked agent together with its first checkpoint', async () => {
       const store = await open();
       const body = checkpoint('x', 1) as Extract<Write, { kind: 'checkpoint' }>;

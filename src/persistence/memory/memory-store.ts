@@ -17,6 +17,7 @@ import type {
 
 interface AgentData {
   pos: number;
+  resting: boolean;
   record: AgentRecord;
   checkpoints: CheckpointRecord[];
   events: EventRecord[];
@@ -55,7 +56,7 @@ export class MemoryStore implements Store {
       updatedAt: agent.createdAt,
     };
     const checkpoints = first ? [{ ...first, state: copy(first.state), agentId: agent.id, seq: 1, createdAt: agent.createdAt }] : [];
-    this.agents.set(agent.id, { pos: this.nextPos++, record, checkpoints, events: [], actions: [] });
+    this.agents.set(agent.id, { pos: this.nextPos++, resting: false, record, checkpoints, events: [], actions: [] });
     return { agent: { ...record }, created: true };
   }
 
@@ -117,6 +118,7 @@ export class MemoryStore implements Store {
         });
         for (const a of w.actions) data.actions.push({ seq: w.seq, ...copy(a), createdAt: w.createdAt });
         Object.assign(record, { state: copy(w.state), status: w.status, progress: w.progress, lastSeq: w.seq, inboxPosition: w.inboxPosition, updatedAt: w.createdAt });
+        data.resting = w.resting ?? false;
         return;
       case 'consume':
         record.inboxPosition = Math.max(record.inboxPosition, w.inboxPosition);
@@ -153,9 +155,10 @@ export class MemoryStore implements Store {
     return found && copy(found);
   }
 
-  async loadActiveAgents(): Promise<RestorableAgent[]> {
+  async loadActiveAgents(options: { skipResting?: boolean } = {}): Promise<RestorableAgent[]> {
     return [...this.agents.values()]
       .filter((a) => a.record.status === 'active')
+      .filter((a) => !options.skipResting || !a.resting || a.record.eventSeq > a.record.inboxPosition)
       .map((a) => ({ agent: { ...a.record }, checkpoint: a.checkpoints.find((c) => c.seq === a.record.lastSeq) }));
   }
 

@@ -80,6 +80,14 @@ export const migrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    id: 2,
+    name: 'resting agents',
+    sql: `
+      alter table agents add column resting integer not null default 0;
+      create index agents_working on agents (status, resting);
+    `,
+  },
 ];
 
 /** Brings the schema up to date, one transaction per migration; refuses a newer schema. */

@@ -96,7 +96,7 @@ export class SqliteStore implements Store {
          values (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       updateAfterCheckpoint: q(
-        `update agents set state = ?, status = ?, progress = ?, last_seq = ?, inbox_position = ?, updated_at = ? where id = ?`,
+        `update agents set state = ?, status = ?, progress = ?, last_seq = ?, inbox_position = ?, resting = ?, updated_at = ? where id = ?`,
       ),
       consume: q('update agents set inbox_position = max(inbox_position, ?), updated_at = ? where id = ?'),
       setStatus: q('update agents set status = ?, error = ?, updated_at = ? where id = ?'),
@@ -120,6 +120,13 @@ export class SqliteStore implements Store {
                 c.created_at as c_created_at
          from agents a left join checkpoints c on c.agent_id = a.id and c.seq = a.last_seq
          where a.status = 'active' order by a.pos`,
+      ),
+      working: q(
+        `select a.*, c.seq as c_seq, c.machine_version as c_machine_version, c.event_type as c_event_type,
+                c.state as c_state, c.status as c_status, c.progress as c_progress, c.snapshot as c_snapshot,
+                c.created_at as c_created_at
+         from agents a left join checkpoints c on c.agent_id = a.id and c.seq = a.last_seq
+         where a.status = 'active' and (a.resting = 0 or a.event_seq > a.inbox_position) order by a.pos`,
       ),
     };
 
@@ -173,7 +180,7 @@ export class SqliteStore implements Store {
         this.sql.insertCheckpoint.run(
           w.agentId, w.seq, w.machineVersion, w.eventType, state, w.status, w.progress, w.snapshot, w.createdAt,
         );
-        this.sql.updateAfterCheckpoint.run(state, w.status, w.progress, w.seq, w.inboxPosition, w.createdAt, w.agentId);
+        this.sql.updateAfterCheckpoint.run(state, w.status, w.progress, w.seq, w.inboxPosition, w.resting ? 1 : 0, w.createdAt, w.agentId);
         for (const a of w.actions) {
           this.sql.insertAction.run(w.agentId, w.seq, a.action, json(a.payload), json(a.result), w.createdAt);
         }
@@ -281,8 +288,8 @@ export class SqliteStore implements Store {
     );
   }
 
-  async loadActiveAgents(): Promise<RestorableAgent[]> {
-    const rows = this.sql.active.all() as (AgentRow & {
+  async loadActiveAgents(options: { skipResting?: boolean } = {}): Promise<RestorableAgent[]> {
+    const rows = (options.skipResting ? this.sql.working : this.sql.active).all() as (AgentRow & {
       c_seq: number | null; c_machine_version: string; c_event_type: string; c_state: string; c_status: string;
       c_progress: number; c_snapshot: string; c_created_at: string;
     })[];

@@ -1,0 +1,68 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { hangUntilAborted, isIdleWithProgress, recordingLlm, startRuntime, waitForView, type TestRuntime } from '../helpers/runtime.js';
+
+describe('passivation: memory follows the working set', () => {
+  const open: TestRuntime[] = [];
+  afterEach(async () => {
+    for (const t of open.splice(0)) await t.runtime.close();
+  });
+  const start = async (options: Parameters<typeof startRuntime>[0]) => {
+    const t = await startRuntime(options);
+    open.push(t);
+    return t;
+  };
+
+  it('lets a resting agent leave memory and brings it back on its next event', async () => {
+    const t = await start({ passivateAfterMs: 20 });
+    await t.runtime.spawn('agent', { id: 'a1', input: { tasks: ['t1'] } });
+    await waitForView(t.runtime, 'a1', isIdleWithProgress(1));
+    await vi.waitFor(() => expect(t.runtime.liveAgents).toBe(0));
+
+    // Still fully visible while passivated…
+    expect(await t.runtime.view('a1')).toMatchObject({ status: 'active', state: 'idle', progress: 1 });
+    // …and woken by its next event, which it processes like any other.
+    await t.runtime.send('a1', { type: 'task.add', task: 't2' });
+    expect(t.runtime.liveAgents).toBe(1);
+    await waitForView(t.runtime, 'a1', isIdleWithProgress(2));
+    await vi.waitFor(() => expect(t.runtime.liveAgents).toBe(0));
+    expect((await t.runtime.view('a1')).context).toMatchObject({ taken: 2, progress: 2 });
+  });
+
+  it('keeps an agent in memory while something runs for it', async () => {
+    const hanging = recordingLlm((_, signal) => hangUntilAborted(signal));
+    const t = await start({ passivateAfterMs: 10, llm: hanging.llm });
+    await t.runtime.spawn('agent', { id: 'busy', input: { tasks: ['slow'] } });
+    await waitForView(t.runtime, 'busy', () => hanging.calls.length === 1);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(t.runtime.liveAgents).toBe(1);
+  });
+
+  it('recovers working agents and leaves resting ones on disk until they get an event', async () => {
+    const hanging = recordingLlm((_, signal) => hangUntilAborted(signal));
+    const first = await start({ llm: hanging.llm });
+    await first.runtime.spawn('agent', { id: 'resting-1' });
+    await first.runtime.spawn('agent', { id: 'resting-2' });
+    await first.runtime.spawn('agent', { id: 'working', input: { tasks: ['in flight'] } });
+    await waitForView(first.runtime, 'working', () => hanging.calls.length === 1);
+    await first.runtime.close();
+
+    const llm = recordingLlm();
+    const second = await start({ file: first.file, llm: llm.llm, passivateAfterMs: 60_000 });
+    expect(second.runtime.liveAgents).toBe(1);
+    await waitForView(second.runtime, 'working', isIdleWithProgress(1));
+    await second.runtime.send('resting-2', { type: 'task.add', task: 'wake up' });
+    await waitForView(second.runtime, 'resting-2', isIdleWithProgress(1));
+    expect(second.runtime.liveAgents).toBe(2);
+    expect(llm.calls.map((c) => c.task).sort()).toEqual(['in flight', 'wake up']);
+  });
+
+  it('wakes an agent once when several events race for it', async () => {
+    const t = await start({ passivateAfterMs: 10 });
+    await t.runtime.spawn('agent', { id: 'a1' });
+    await vi.waitFor(() => expect(t.runtime.liveAgents).toBe(0));
+    await Promise.all(['x', 'y', 'z'].map((task) => t.runtime.send('a1', { type: 'task.add', task })));
+    const view = await waitForView(t.runtime, 'a1', isIdleWithProgress(3));
+    expect(view.context).toMatchObject({ taken: 3 });
+    expect((await t.store.listActions('a1')).filter((a) => a.action === 'callLlm')).toHaveLength(3);
+  });
+});
