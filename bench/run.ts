@@ -1,0 +1,96 @@
+/**
+ * `npm run bench [-- --json] [-- --only NAME]`: every workload in a fresh process, each figure
+ * measured beside its baseline in the same run and reported as a ratio (these machines are noisy).
+ */
+import { execFileSync } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+
+interface Step {
+  script: string;
+  args?: string[];
+  gc?: boolean;
+  /** Prefix for the step's figures inside its workload (for workloads made of several runs). */
+  as?: string;
+}
+
+const WORKLOADS: Record<string, { what: string; goal: string; steps: Step[] }> = {
+  throughput: {
+    what: 'agent loop (200 agents × 10 tasks), synchronous=NORMAL, vs raw 1-row INSERTs',
+    goal: 'ratio ≥ 0.6',
+    steps: [{ script: 'throughput.ts', args: ['normal'] }],
+  },
+  durable: {
+    what: 'the same at synchronous=FULL (fsync per commit) vs raw 1-row FULL INSERTs',
+    goal: 'ratio ≥ 3.0',
+    steps: [{ script: 'throughput.ts', args: ['full'] }],
+  },
+  overhead: {
+    what: 'the same loop on SQLite vs on the in-memory store',
+    goal: 'ratio ≥ 0.7',
+    steps: [{ script: 'overhead.ts', args: ['normal'] }],
+  },
+  recovery: {
+    what: '10,000 agents SIGKILLed mid-task: restore until all run again, vs a raw scan of their rows',
+    goal: 'ratio ≤ 3, ms < 1000',
+    steps: [{ script: 'recovery.ts' }],
+  },
+  http: {
+    what: 'POST /agents/:id/events (202 after commit) vs a bare Hono 202 route, autocannon',
+    goal: 'ratio ≥ 0.5',
+    steps: [{ script: 'http.ts' }],
+  },
+  memory: {
+    what: 'RSS per live agent (10,000 live); RSS with 100,000 passivated agents on disk vs 1,000',
+    goal: '≤ 10 KB per live agent; passivatedRssRatio ≈ 1',
+    steps: [
+      { script: 'memory.ts', args: ['live'], gc: true },
+      { script: 'memory.ts', args: ['passivation-small'], gc: true, as: 'small' },
+      { script: 'memory.ts', args: ['passivation-large'], gc: true, as: 'large' },
+    ],
+  },
+};
+
+const { values } = parseArgs({ options: { json: { type: 'boolean' }, only: { type: 'string' } } });
+const names = values.only ? values.only.split(',') : Object.keys(WORKLOADS);
+for (const name of names) if (!WORKLOADS[name]) throw new Error(`Unknown workload "${name}"; known: ${Object.keys(WORKLOADS).join(', ')}`);
+
+const results: Record<string, Record<string, number | string>> = {};
+for (const name of names) {
+  const figures: Record<string, number | string> = {};
+  for (const step of WORKLOADS[name]!.steps) {
+    const out = execFileSync(
+      process.execPath,
+      [...(step.gc ? ['--expose-gc'] : []), '--import', 'tsx', path.join(import.meta.dirname, 'workloads', step.script), ...(step.args ?? [])],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, LOG_LEVEL: 'silent' }, maxBuffer: 1 << 26 },
+    );
+    const last = out.trim().split('\n').at(-1)!;
+    for (const [key, value] of Object.entries(JSON.parse(last) as Record<string, number | string>)) {
+      figures[step.as ? `${step.as}${key[0]!.toUpperCase()}${key.slice(1)}` : key] = value;
+    }
+  }
+  if (name === 'memory') {
+    figures.passivatedRssMb = figures.largeRssMb!;
+    figures.passivatedRssRatio = Number((Number(figures.largeRssMb) / Number(figures.smallRssMb)).toFixed(2));
+  }
+  results[name] = figures;
+  if (!values.json) process.stderr.write(`${name}: ${JSON.stringify(figures)}\n`);
+}
+
+if (values.json) {
+  // Nested ({"throughput":{"ratio":…}}) and flat ("throughput.ratio") keys, so either lookup works.
+  const flat = Object.fromEntries(Object.entries(results).flatMap(([w, f]) => Object.entries(f).map(([k, v]) => [`${w}.${k}`, v])));
+  process.stdout.write(`${JSON.stringify({ ...results, ...flat, machine: machine() }, null, 2)}\n`);
+} else {
+  const lines = [`Machine: ${machine()}`, '', '| workload | what | goal | figures |', '|---|---|---|---|'];
+  for (const [name, figures] of Object.entries(results)) {
+    const shown = Object.entries(figures).map(([k, v]) => `${k}=${v}`).join(', ');
+    lines.push(`| ${name} | ${WORKLOADS[name]!.what} | ${WORKLOADS[name]!.goal} | ${shown} |`);
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+function machine(): string {
+  return `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.platform()}`;
+}
