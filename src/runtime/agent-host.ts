@@ -46,6 +46,7 @@ export class AgentHost implements TransitionSink {
 
   constructor(
     readonly agentId: string,
+    readonly createdAt: string,
     readonly machine: RegisteredMachine,
     private readonly owner: HostOwner,
     from: StartPoint,

@@ -130,9 +130,10 @@ export class Runtime implements HostOwner {
   }
 
   async view(agentId: string): Promise<AgentView> {
+    const host = this.live.get(agentId);
+    // A live agent's status is its last checkpoint's: stopping or failing it takes it out of `live`.
+    if (host?.latest) return liveView(host, host.latest);
     const agent = await this.agentOrThrow(agentId);
-    const latest = this.live.get(agentId)?.latest;
-    if (latest) return toAgentView(agent, { ...latest, updatedAt: latest.at });
     const checkpoint = agent.lastSeq > 0 ? await this.store.getCheckpoint(agentId, agent.lastSeq) : undefined;
     return toAgentView(agent, checkpoint && { ...checkpoint, context: contextOf(checkpoint), updatedAt: agent.updatedAt });
   }
@@ -195,7 +196,11 @@ export class Runtime implements HostOwner {
     host.latest = checkpoint;
     if (checkpoint.status !== 'active' && this.live.get(host.agentId) === host) this.live.delete(host.agentId);
     else if (this.passivateAfterMs !== undefined && host.isResting()) this.schedulePassivation(host, this.passivateAfterMs);
-    this.notify(host.agentId);
+    const listeners = this.listeners.get(host.agentId);
+    if (listeners?.size) {
+      const view = liveView(host, checkpoint);
+      listeners.forEach((listener) => listener(view));
+    }
   }
 
   failed(host: AgentHost, reason: 'commit' | 'actor', err: unknown): void {
@@ -228,6 +233,7 @@ export class Runtime implements HostOwner {
       const snapshot = checkpoint ? parseSnapshot(checkpoint.snapshot, machine) : undefined;
       host = new AgentHost(
         agent.id,
+        agent.createdAt,
         machine,
         this,
         checkpoint ? { kind: 'restore', snapshot, seq: checkpoint.seq } : { kind: 'fresh', input: agent.input },
@@ -366,6 +372,19 @@ function parseSnapshot(text: string, machine: RegisteredMachine): unknown {
     }
   }
   return snapshot;
+}
+
+function liveView(host: AgentHost, latest: CommittedCheckpoint): AgentView {
+  return {
+    id: host.agentId,
+    machine: host.machine.name,
+    status: latest.status,
+    state: latest.state,
+    context: latest.context,
+    progress: latest.progress,
+    createdAt: host.createdAt,
+    updatedAt: latest.at,
+  };
 }
 
 function contextOf(checkpoint: CheckpointRecord): unknown {
