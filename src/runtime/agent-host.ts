@@ -16,6 +16,10 @@ export interface HostOwner {
 
 export interface CommittedCheckpoint {
   seq: number;
+  eventType: string;
+  action?: ActionWrite;
+  /** Epoch ms of the transition (the commit came after). */
+  transitionAt?: number;
   state: unknown;
   status: CheckpointBody['status'];
   progress: number;
@@ -112,7 +116,8 @@ export class AgentHost implements TransitionSink {
 
   onTransition(previous: AnyMachineSnapshot | undefined, next: AnyMachineSnapshot, event: AnyEventObject, persisted: string): void {
     const seq = ++this.seq;
-    const at = new Date().toISOString();
+    const transitionAt = Date.now();
+    const at = new Date(transitionAt).toISOString();
     const status = next.status === 'done' ? 'done' : next.status === 'error' ? 'error' : 'active';
     const progress = progressOf(next);
     const action = previous ? this.actionFor(previous, event) : undefined;
@@ -133,7 +138,10 @@ export class AgentHost implements TransitionSink {
     });
     this.lastCommit = commit;
     commit.then(
-      () => this.owner.committed(this, { seq, state: next.value, status, progress, context: next.context, at }),
+      () =>
+        this.owner.committed(this, {
+          seq, eventType: event.type, action, transitionAt, state: next.value, status, progress, context: next.context, at,
+        }),
       (err: unknown) => this.fail('commit', err),
     );
   }

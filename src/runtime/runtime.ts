@@ -5,6 +5,7 @@ import { AgentHost, type CommittedCheckpoint, type HostOwner } from './agent-hos
 import { GroupCommitter } from './committer.js';
 import { assertValidId, generateId } from './ids.js';
 import { registerMachine, type MachineDefinition, type RegisteredMachine } from './machine-definition.js';
+import type { RuntimeObserver } from './observer.js';
 import { toAgentView, type AgentView } from './views.js';
 
 export interface RuntimeOptions {
@@ -21,6 +22,8 @@ export interface RuntimeOptions {
    * Memory then follows the working set, not the number of agents. Unset: agents stay in memory.
    */
   passivateAfterMs?: number;
+  /** Metrics and traces hook in here. */
+  observer?: RuntimeObserver;
 }
 
 export type ViewListener = (view: AgentView) => void;
@@ -47,6 +50,7 @@ export class Runtime implements HostOwner {
   private readonly reloadDelayMs: number;
   private readonly passivateAfterMs: number | undefined;
   private readonly waking = new Map<string, Promise<AgentHost | undefined>>();
+  private readonly observer: RuntimeObserver;
   private closing = false;
 
   constructor(options: RuntimeOptions) {
@@ -54,6 +58,8 @@ export class Runtime implements HostOwner {
     this.log = options.logger ?? silentLogger;
     this.machines = new Map(options.machines.map((def) => [def.name, registerMachine(def)]));
     this.committer = new GroupCommitter(options.store);
+    this.observer = options.observer ?? {};
+    this.committer.onBatch = (size, ms) => this.observe('batchCommitted', () => this.observer.batchCommitted?.({ size, ms }));
     this.reloadDelayMs = options.reloadDelayMs ?? 1000;
     this.passivateAfterMs = options.passivateAfterMs;
   }
@@ -194,6 +200,20 @@ export class Runtime implements HostOwner {
 
   committed(host: AgentHost, checkpoint: CommittedCheckpoint): void {
     host.latest = checkpoint;
+    if (this.observer.transitionCommitted) {
+      this.observe('transitionCommitted', () =>
+        this.observer.transitionCommitted!({
+          agentId: host.agentId,
+          machine: host.machine.name,
+          seq: checkpoint.seq,
+          eventType: checkpoint.eventType,
+          state: checkpoint.state,
+          status: checkpoint.status,
+          action: checkpoint.action,
+          at: checkpoint.transitionAt ?? Date.parse(checkpoint.at),
+        }),
+      );
+    }
     if (checkpoint.status !== 'active' && this.live.get(host.agentId) === host) this.live.delete(host.agentId);
     else if (this.passivateAfterMs !== undefined && host.isResting()) this.schedulePassivation(host, this.passivateAfterMs);
     const listeners = this.listeners.get(host.agentId);
@@ -206,6 +226,7 @@ export class Runtime implements HostOwner {
   failed(host: AgentHost, reason: 'commit' | 'actor', err: unknown): void {
     if (this.live.get(host.agentId) === host) this.live.delete(host.agentId);
     if (this.closing) return;
+    this.observe('agentFailed', () => this.observer.agentFailed?.({ agentId: host.agentId, reason, error: serializeError(err) }));
     if (reason === 'actor') {
       this.log.error({ agentId: host.agentId, err }, 'agent crashed inside its statechart; marked error');
       void this.writeStatus(host.agentId, 'error', serializeError(err)).catch((e: unknown) =>
@@ -241,7 +262,7 @@ export class Runtime implements HostOwner {
       );
       if (checkpoint) {
         const context = (snapshot as { context?: unknown }).context ?? null;
-        host.latest = { seq: checkpoint.seq, state: checkpoint.state, status: 'active', progress: checkpoint.progress, context, at: checkpoint.createdAt };
+        host.latest = { seq: checkpoint.seq, eventType: checkpoint.eventType, state: checkpoint.state, status: 'active', progress: checkpoint.progress, context, at: checkpoint.createdAt };
       }
       this.live.set(agent.id, host);
       const failure = host.start();
@@ -300,12 +321,21 @@ export class Runtime implements HostOwner {
   private async quarantine(agentId: string, err: unknown): Promise<void> {
     const error = new CorruptStateError(agentId, err instanceof Error ? err.message : String(err));
     this.log.error({ agentId, err: error }, 'agent quarantined: its stored state cannot be restored');
+    this.observe('agentFailed', () => this.observer.agentFailed?.({ agentId, reason: 'corrupt', error: serializeError(error) }));
     await this.writeStatus(agentId, 'error', serializeError(error));
   }
 
   private async writeStatus(agentId: string, status: 'stopped' | 'error', error: ReturnType<typeof serializeError> | null) {
     await this.committer.enqueue({ kind: 'status', agentId, status, error, at: new Date().toISOString() });
     this.notify(agentId);
+  }
+
+  private observe(what: string, call: () => void): void {
+    try {
+      call();
+    } catch (err) {
+      this.log.warn({ err, observer: what }, 'runtime observer threw; ignored');
+    }
   }
 
   private notify(agentId: string): void {

@@ -1,0 +1,24 @@
+import type { SerializedError } from '../errors.js';
+import type { ActionWrite } from '../persistence/store.js';
+
+/**
+ * What the runtime reports as it works, for metrics and traces. Every method is optional and is
+ * called synchronously after the fact (a transition once committed), so an observer can never
+ * delay or break the agents it watches: exceptions it throws are caught and logged.
+ */
+export interface RuntimeObserver {
+  transitionCommitted?(event: {
+    agentId: string;
+    machine: string;
+    seq: number;
+    eventType: string;
+    state: unknown;
+    status: string;
+    /** The invoked actor whose completion caused this transition (LLM call, effect…), if any. */
+    action: ActionWrite | undefined;
+    /** When the transition happened, before its commit (epoch ms). */
+    at: number;
+  }): void;
+  batchCommitted?(event: { size: number; ms: number }): void;
+  agentFailed?(event: { agentId: string; reason: 'actor' | 'commit' | 'corrupt'; error: SerializedError }): void;
+}

@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
+import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
+import { agentDefinition } from '../../src/runtime/agent-definition.js';
+import { createRuntime } from '../../src/runtime/runtime.js';
+import { isIdleWithProgress, waitForView } from '../helpers/runtime.js';
+import { tempDbFile } from '../helpers/temp.js';
+
+describe('runtime observer', () => {
+  it('reports committed transitions with the action that caused them, batches, and failures', async () => {
+    const transitions: { seq: number; eventType: string; action?: string }[] = [];
+    const batches: number[] = [];
+    const store = await openSqliteStore(tempDbFile());
+    const runtime = await createRuntime({
+      store,
+      machines: [agentDefinition({ llm: createSimulatedLlm() })],
+      observer: {
+        transitionCommitted: (e) => transitions.push({ seq: e.seq, eventType: e.eventType, ...(e.action ? { action: e.action.action } : {}) }),
+        batchCommitted: (e) => batches.push(e.size),
+      },
+    });
+    await runtime.spawn('agent', { id: 'a1', input: { tasks: ['t1'] } });
+    await waitForView(runtime, 'a1', isIdleWithProgress(1));
+    await runtime.close();
+    expect(transitions).toEqual([
+      { seq: 1, eventType: 'xstate.init' },
+      { seq: 2, eventType: 'xstate.done.actor.llm', action: 'callLlm' },
+      { seq: 3, eventType: 'xstate.done.actor.commit' },
+      { seq: 4, eventType: 'xstate.done.actor.effect', action: 'runSideEffect' },
+    ]);
+    expect(batches.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(5); // 4 checkpoints + the effect record
+  });
+});
