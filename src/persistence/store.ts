@@ -180,5 +180,13 @@ export interface Store {
    */
   loadActiveAgents(options?: { skipResting?: boolean }): Promise<RestorableAgent[]>;
 
+  /** Counts for gauges: agents by status, and events accepted but not yet consumed. */
+  stats(): Promise<StoreStats>;
+
   close(): Promise<void>;
+}
+
+export interface StoreStats {
+  agentsByStatus: Record<AgentStatus, number>;
+  inboxDepth: number;
 }

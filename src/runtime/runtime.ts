@@ -149,6 +149,18 @@ export class Runtime implements HostOwner {
     return { items: await Promise.all(page.items.map((a) => this.view(a.id))), nextCursor: page.nextCursor };
   }
 
+  /** Figures for gauges: agents by status (store), live agents by top-level state, inbox depth. */
+  async stats(): Promise<{ agentsByStatus: Record<string, number>; liveByState: Record<string, number>; inboxDepth: number; live: number }> {
+    const { agentsByStatus, inboxDepth } = await this.store.stats();
+    const liveByState: Record<string, number> = {};
+    for (const host of this.live.values()) {
+      const value = host.latest?.state;
+      const state = typeof value === 'string' ? value : value && typeof value === 'object' ? Object.keys(value)[0] ?? '?' : '?';
+      liveByState[state] = (liveByState[state] ?? 0) + 1;
+    }
+    return { agentsByStatus, liveByState, inboxDepth, live: this.live.size };
+  }
+
   /** Calls `listener` with the agent's view after each committed transition; returns the unsubscribe. */
   watch(agentId: string, listener: ViewListener): () => void {
     let set = this.listeners.get(agentId);

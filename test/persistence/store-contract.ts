@@ -165,6 +165,20 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       await store.close();
     });
 
+    it('counts agents by status and the events waiting in active inboxes', async () => {
+      const store = await open();
+      for (const id of ['a', 'b', 'c']) await store.createAgent(newAgent(id));
+      await store.appendEvent('a', { type: 'x' });
+      await store.appendEvent('a', { type: 'y' });
+      await store.appendEvent('b', { type: 'x' });
+      await store.commit([
+        { kind: 'consume', agentId: 'a', inboxPosition: 1, at: at() },
+        { kind: 'status', agentId: 'c', status: 'done', error: null, at: at() },
+      ]);
+      expect(await store.stats()).toEqual({ agentsByStatus: { active: 2, done: 1, error: 0, stopped: 0 }, inboxDepth: 2 });
+      await store.close();
+    });
+
     it('creates a forked agent together with its first checkpoint', async () => {
       const store = await open();
       const body = checkpoint('x', 1) as Extract<Write, { kind: 'checkpoint' }>;

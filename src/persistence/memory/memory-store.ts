@@ -12,6 +12,7 @@ import type {
   Page,
   RestorableAgent,
   Store,
+  StoreStats,
   Write,
 } from '../store.js';
 
@@ -160,6 +161,16 @@ export class MemoryStore implements Store {
       .filter((a) => a.record.status === 'active')
       .filter((a) => !options.skipResting || !a.resting || a.record.eventSeq > a.record.inboxPosition)
       .map((a) => ({ agent: { ...a.record }, checkpoint: a.checkpoints.find((c) => c.seq === a.record.lastSeq) }));
+  }
+
+  async stats(): Promise<StoreStats> {
+    const agentsByStatus = { active: 0, done: 0, error: 0, stopped: 0 };
+    let inboxDepth = 0;
+    for (const { record } of this.agents.values()) {
+      agentsByStatus[record.status]++;
+      if (record.status === 'active') inboxDepth += record.eventSeq - record.inboxPosition;
+    }
+    return { agentsByStatus, inboxDepth };
   }
 
   async close(): Promise<void> {}

@@ -17,6 +17,7 @@ import type {
   Page,
   RestorableAgent,
   Store,
+  StoreStats,
   Write,
 } from '../store.js';
 import { migrate } from './migrations.js';
@@ -121,6 +122,8 @@ export class SqliteStore implements Store {
          from agents a left join checkpoints c on c.agent_id = a.id and c.seq = a.last_seq
          where a.status = 'active' order by a.pos`,
       ),
+      countByStatus: q('select status, count(*) as n from agents group by status'),
+      inboxDepth: q(`select sum(event_seq - inbox_position) as depth from agents where status = 'active'`),
       working: q(
         `select a.*, c.seq as c_seq, c.machine_version as c_machine_version, c.event_type as c_event_type,
                 c.state as c_state, c.status as c_status, c.progress as c_progress, c.snapshot as c_snapshot,
@@ -303,6 +306,13 @@ export class SqliteStore implements Store {
               state: r.c_state, status: r.c_status, progress: r.c_progress, snapshot: r.c_snapshot, created_at: r.c_created_at,
             }),
     }));
+  }
+
+  async stats(): Promise<StoreStats> {
+    const agentsByStatus: Record<AgentStatus, number> = { active: 0, done: 0, error: 0, stopped: 0 };
+    for (const row of this.sql.countByStatus.all() as { status: AgentStatus; n: number }[]) agentsByStatus[row.status] = row.n;
+    const { depth } = this.sql.inboxDepth.get() as { depth: number | null };
+    return { agentsByStatus, inboxDepth: depth ?? 0 };
   }
 
   async close() {
