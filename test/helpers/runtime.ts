@@ -1,4 +1,4 @@
-import { vi } from 'vitest';
+import { afterEach, vi } from 'vitest';
 import type { LlmClient, LlmRequest } from '../../src/llm/client.js';
 import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
 import type { AgentDefaults } from '../../src/machines/agent-types.js';
@@ -67,4 +67,17 @@ export function recordingLlm(answer: (request: LlmRequest, signal: AbortSignal) 
 /** A promise that only settles when the signal aborts: an LLM call in flight at a crash. */
 export function hangUntilAborted(signal: AbortSignal): Promise<never> {
   return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+}
+
+/** Call inside a describe: returns `start`, whose runtimes are all closed after each test. */
+export function runtimesClosedAfterEach(): (options?: Parameters<typeof startRuntime>[0]) => Promise<TestRuntime> {
+  const open: TestRuntime[] = [];
+  afterEach(async () => {
+    for (const t of open.splice(0)) await t.runtime.close();
+  });
+  return async (options = {}) => {
+    const t = await startRuntime(options);
+    open.push(t);
+    return t;
+  };
 }

@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { assign, setup } from 'xstate';
 import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
 import type { MachineDefinition } from '../../src/runtime/machine-definition.js';
-import { isIdleWithProgress, startRuntime, waitForView, type TestRuntime } from '../helpers/runtime.js';
+import { isIdleWithProgress, startRuntime, waitForView, runtimesClosedAfterEach } from '../helpers/runtime.js';
 import { agentDefinition } from '../../src/runtime/agent-definition.js';
 import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
 
@@ -25,15 +25,7 @@ const fragile = setup({
 const fragileDefinition: MachineDefinition = { name: 'fragile', machine: fragile };
 
 describe('state corruption is detected, isolated to its agent, and reported', () => {
-  const open: TestRuntime[] = [];
-  afterEach(async () => {
-    for (const t of open.splice(0)) await t.runtime.close();
-  });
-  const start = async (options: Parameters<typeof startRuntime>[0] = {}) => {
-    const t = await startRuntime(options);
-    open.push(t);
-    return t;
-  };
+  const start = runtimesClosedAfterEach();
 
   /** Two idle agents on a file; `damage` then edits the victim's last checkpoint row by hand. */
   async function damagedFile(damage: (snapshot: string) => string, version?: string) {

@@ -1,16 +1,8 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { hangUntilAborted, isIdleWithProgress, recordingLlm, startRuntime, waitForView, type TestRuntime } from '../helpers/runtime.js';
+import { describe, expect, it, vi } from 'vitest';
+import { hangUntilAborted, isIdleWithProgress, recordingLlm, runtimesClosedAfterEach, waitForView } from '../helpers/runtime.js';
 
 describe('passivation: memory follows the working set', () => {
-  const open: TestRuntime[] = [];
-  afterEach(async () => {
-    for (const t of open.splice(0)) await t.runtime.close();
-  });
-  const start = async (options: Parameters<typeof startRuntime>[0]) => {
-    const t = await startRuntime(options);
-    open.push(t);
-    return t;
-  };
+  const start = runtimesClosedAfterEach();
 
   it('lets a resting agent leave memory and brings it back on its next event', async () => {
     const t = await start({ passivateAfterMs: 20 });

@@ -1,18 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { StepError } from '../../src/errors.js';
 import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
-import { hangUntilAborted, isIdleWithProgress, recordingLlm, startRuntime, waitForView, type TestRuntime } from '../helpers/runtime.js';
+import { hangUntilAborted, isIdleWithProgress, recordingLlm, runtimesClosedAfterEach, waitForView } from '../helpers/runtime.js';
 
 describe('restart and recovery', () => {
-  const open: TestRuntime[] = [];
-  afterEach(async () => {
-    for (const t of open.splice(0)) await t.runtime.close();
-  });
-  const start = async (options: Parameters<typeof startRuntime>[0]) => {
-    const t = await startRuntime(options);
-    open.push(t);
-    return t;
-  };
+  const start = runtimesClosedAfterEach();
 
   it('re-runs an LLM call that was in flight when the process stopped', async () => {
     const hanging = recordingLlm((_, signal) => hangUntilAborted(signal));
