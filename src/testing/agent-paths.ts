@@ -1,0 +1,52 @@
+import { StepError } from '../errors.js';
+import { createSimulatedLlm } from '../llm/simulated-client.js';
+import type { AgentContext } from '../machines/agent-types.js';
+import { agentDefinition } from '../runtime/agent-definition.js';
+import type { PathTestOptions } from './path-tests.js';
+
+/**
+ * The path-test settings of the reference `agent` machine, shared by its test suite and by
+ * `durable-agents paths agent`. Its LLM, effect, timers and commit barrier are all controlled by
+ * the paths; the simulated LLM below is never called.
+ */
+export function agentPathTestOptions(): PathTestOptions {
+  return {
+    // The real registration: the same name, version and zod schemas as `serve` uses.
+    machine: agentDefinition({ llm: createSimulatedLlm() }),
+    // Two attempts per step, so "retries exhausted" is two errors away.
+    input: { retry: { maxAttempts: 2 } },
+    events: [{ type: 'task.add', task: 'Summarize the report' }, { type: 'retry' }, { type: 'task.skip' }, { type: 'finish' }],
+    outcomes: {
+      llm: {
+        done: ['The report says revenue went up.'],
+        error: [
+          new StepError('transient', 'llm_unavailable', 'The model is overloaded (HTTP 503).', { status: 503 }),
+          new StepError('permanent', 'llm_rejected', 'The request was refused (HTTP 400).', { status: 400 }),
+        ],
+      },
+      effect: {
+        done: [{ delivered: true, status: 200, idempotencyKey: 'path-agent:1' }],
+        error: [
+          new StepError('transient', 'webhook_unavailable', 'The webhook answered HTTP 502.', { status: 502 }),
+          new StepError('permanent', 'webhook_rejected', 'The webhook answered HTTP 422.', { status: 422 }),
+        ],
+      },
+    },
+    // What the guards read: a queued task (hasQueuedTask), the attempt count (mayRetry), the step
+    // that failed (failedAtLlm). Texts, counters and the PRNG state are left out.
+    serializeState: ({ value, status, context }) => {
+      const c = context as AgentContext;
+      return JSON.stringify({ value, status, queued: c.queue.length > 0, attempt: c.attempt, failedAt: c.lastError?.step ?? null });
+    },
+    // The backoff deadline is read from the wall clock when a retry is scheduled, so it differs
+    // between the uninterrupted run and a crashed one (two runs). Whether there is one must match;
+    // without this, every crash case of a path with a retry fails (445 of 597, checked).
+    comparable: {
+      context: (context: AgentContext) => {
+        const { nextAttemptAt, ...rest } = context;
+        return { ...rest, backingOff: nextAttemptAt !== null };
+      },
+      input: (src: string, input: { at?: unknown }) => (src === 'sleepUntil' ? { at: typeof input.at } : input),
+    },
+  };
+}

@@ -1,0 +1,35 @@
+import type { Store } from '../persistence/store.js';
+
+/** Thrown by every store call a crashed process still attempts. */
+export class ProcessCrashedError extends Error {
+  constructor() {
+    super('This process crashed (simulated by a path test): the store no longer takes its calls.');
+    this.name = 'ProcessCrashedError';
+  }
+}
+
+/**
+ * A store that can be cut off as a `kill -9` would: from `crash()` on, nothing the old process does
+ * reaches the database. No graceful `runtime.close()` (which would stop the actors, abort their
+ * calls and drain the commit queue first): what was committed stays, the rest is lost, and the
+ * connection is left as it was (no WAL checkpoint), exactly what a restarted process finds.
+ */
+export function crashableStore(store: Store): { store: Store; crash(): void } {
+  let crashed = false;
+  const fenced = new Proxy(store, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        if (crashed) return Promise.reject(new ProcessCrashedError());
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return {
+    store: fenced,
+    crash() {
+      crashed = true;
+    },
+  };
+}
