@@ -1,8 +1,10 @@
 #!/usr/bin/env node
+// Only light modules are imported statically: the signal handlers below are in place before the
+// heavy ones (hono, xstate, openai, better-sqlite3) load, so a SIGTERM at any moment exits 0.
 import { loadConfig, type Config } from './config.js';
 import { AgentsError } from './errors.js';
-import { main, type Service } from './main.js';
-import { createLogger } from './observability/logger.js';
+import type { Service } from './main.js';
+import type { Logger } from './observability/logger.js';
 
 const USAGE = `Usage: durable-agents serve [--port N] [--host H] [--db PATH] [--database-url URL]
                             [--llm-base-url URL] [--llm-api-key KEY] [--model NAME]
@@ -11,19 +13,42 @@ const USAGE = `Usage: durable-agents serve [--port N] [--host H] [--db PATH] [--
                             [--simulated-fault-rate R]
 Every flag also reads its environment variable (see README).`;
 
+let service: Service | undefined;
+let log: Logger | undefined;
+let stopping: string | undefined;
+
+function onSignal(signal: string): void {
+  if (stopping) {
+    log?.warn({ signal }, 'second signal: exiting now');
+    process.exit(1);
+  }
+  stopping = signal;
+  log?.info({ signal }, 'shutting down: no new requests, committed work stays committed');
+  // Before the service exists nothing is open yet; while it starts, run() closes it once it is up.
+  if (service) void close(service);
+  else if (!log) process.exit(0);
+}
+
+async function close(s: Service): Promise<never> {
+  try {
+    await s.close();
+    log?.info('stopped');
+    process.exit(0);
+  } catch (err) {
+    log?.error({ err }, 'unclean shutdown');
+    process.exit(1);
+  }
+}
+
 async function run(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
-  if (command === '--help' || command === '-h' || command === 'help') {
+  if (command === '--help' || command === '-h' || command === 'help' || rest.includes('--help') || rest.includes('-h')) {
     console.log(USAGE);
     return;
   }
   if (command !== 'serve') {
     console.error(command ? `Unknown command "${command}".\n${USAGE}` : USAGE);
     process.exit(2);
-  }
-  if (rest.includes('--help') || rest.includes('-h')) {
-    console.log(USAGE);
-    return;
   }
   let config: Config;
   try {
@@ -32,36 +57,13 @@ async function run(argv: string[]): Promise<void> {
     console.error(`${(err as Error).message}\n${USAGE}`);
     process.exit(2);
   }
-  const log = createLogger();
-
-  // Signals are handled from the start: one that arrives while recovering still exits cleanly.
-  let service: Service | undefined;
-  let stopping: string | undefined;
-  const shutdown = (signal: string) => {
-    if (stopping) {
-      log.warn({ signal }, 'second signal: exiting now');
-      process.exit(1);
-    }
-    stopping = signal;
-    log.info({ signal }, 'shutting down: no new requests, committed work stays committed');
-    if (service) close(service);
-  };
-  const close = (s: Service) =>
-    s.close().then(
-      () => {
-        log.info('stopped');
-        process.exit(0);
-      },
-      (err: unknown) => {
-        log.error({ err }, 'unclean shutdown');
-        process.exit(1);
-      },
-    );
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
-
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  const [{ main }, { createLogger }] = await Promise.all([import('./main.js'), import('./observability/logger.js')]);
+  if (stopping) process.exit(0);
+  log = createLogger();
   service = await main(config, log);
-  if (stopping) close(service);
+  if (stopping) await close(service);
 }
 
 run(process.argv.slice(2)).catch((err: unknown) => {

@@ -1,6 +1,6 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { requestId } from 'hono/request-id';
-import { ConflictError, CorruptStateError, InvalidInputError, NotFoundError } from './errors.js';
+import { CorruptStateError, NotFoundError } from './errors.js';
 import { streamAgentViews } from './http/agent-stream.js';
 import { bearerAuth } from './http/auth.js';
 import type { AppEnv } from './http/env.js';
@@ -13,6 +13,7 @@ import { DEFAULT_PAGE_SIZE } from './http/schemas.js';
 import { validationHook } from './http/validation.js';
 import { silentLogger, type Logger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
+import type { InboxEvent } from './persistence/store.js';
 import type { Runtime } from './runtime/runtime.js';
 
 export interface ServerOptions {
@@ -90,7 +91,8 @@ export function createServer({
   });
 
   app.openapi(routes.spawnRoute, async (c) => {
-    const { machine, id, input } = c.req.valid('json');
+    const { machine, id } = c.req.valid('json');
+    const { input } = c.get('body') as { input?: unknown }; // as sent: the machine's schema checks it
     const { view, created } = await runtime.spawn(machine, { ...(id === undefined ? {} : { id }), input });
     if (created) metrics.agentsSpawned.inc({ machine });
     c.get('log').info({ agentId: view.id, machine, created }, created ? 'agent spawned' : 'agent already existed');
@@ -99,12 +101,7 @@ export function createServer({
 
   app.openapi(routes.listAgentsRoute, async (c) => {
     const { limit = DEFAULT_PAGE_SIZE, ...filters } = c.req.valid('query');
-    const page = await runtime.list({ ...definedOnly(filters), limit }).catch((err: unknown) => {
-      // The only conflict a listing can raise is a cursor this store cannot decode.
-      if (err instanceof ConflictError) throw new InvalidInputError('Invalid query parameters: cursor is not one this server gave out.');
-      throw err;
-    });
-    return c.json(page, 200);
+    return c.json(await runtime.list({ ...definedOnly(filters), limit }), 200); // a bad cursor: the store's 400
   });
 
   app.openapi(routes.getAgentRoute, async (c) => c.json(await runtime.view(c.req.valid('param').id), 200));
@@ -112,7 +109,8 @@ export function createServer({
   app.openapi(routes.sendEventRoute, async (c) => {
     const { id } = c.req.valid('param');
     const key = c.req.valid('header')['Idempotency-Key'];
-    const event = c.req.valid('json');
+    c.req.valid('json'); // checked: an object with a string `type`
+    const event = c.get('body') as InboxEvent; // as sent: the machine's schema checks the payload
     const { seq, duplicate } = await runtime.send(id, event, key);
     if (duplicate) c.header('Idempotent-Replayed', 'true');
     else metrics.eventsAccepted.inc({ type: event.type });

@@ -1,4 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
+import type { AppEnv } from './env.js';
 import { bodyLimit } from 'hono/body-limit';
 import { InvalidInputError } from '../errors.js';
 import { malformedJson, payloadTooLarge, truncate, unsupportedMediaType } from './errors.js';
@@ -13,7 +14,7 @@ const JSON_MEDIA_TYPE = /^application\/json\s*(;|$)/i;
  * `Content-Type: application/json` (415), size (413), nesting depth (400), syntax (400).
  * The route's zod validator then parses the cached text again (≤ 1 MiB: cheap).
  */
-export function jsonBody({ maxBytes = DEFAULT_BODY_LIMIT, maxDepth = MAX_JSON_DEPTH } = {}): MiddlewareHandler[] {
+export function jsonBody({ maxBytes = DEFAULT_BODY_LIMIT, maxDepth = MAX_JSON_DEPTH } = {}): MiddlewareHandler<AppEnv>[] {
   return [
     async function requireJson(c, next) {
       const type = c.req.header('content-type');
@@ -33,11 +34,13 @@ export function jsonBody({ maxBytes = DEFAULT_BODY_LIMIT, maxDepth = MAX_JSON_DE
       if (depthExceeds(text, maxDepth)) {
         throw new InvalidInputError(`The JSON body nests more than ${maxDepth} levels deep.`);
       }
+      let body: unknown;
       try {
-        JSON.parse(text);
+        body = JSON.parse(text);
       } catch (err) {
         throw malformedJson(`${truncate((err as Error).message, 200)}.`);
       }
+      c.set('body', body);
       await next();
     },
   ];

@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { AGENT_STATUSES, type Store } from '../persistence/store.js';
+import { AGENT_STATUSES } from '../persistence/store.js';
 
 /** What the HTTP layer reports. */
 export interface HttpMetrics {
@@ -10,20 +10,17 @@ export interface Metrics extends HttpMetrics {
   readonly registry: Registry;
   readonly agentsSpawned: Counter<'machine'>;
   readonly eventsAccepted: Counter<'type'>;
-  /** Adds the gauges read from a runtime at scrape time (agents by status, live agents). */
+  /** Adds the gauges read from the runtime at each scrape (agents by status, live agents, inbox depth). Once per registry. */
   observeRuntime(runtime: ObservedRuntime): void;
   /** The Prometheus text exposition. */
   render(): Promise<string>;
   readonly contentType: string;
 }
 
-/** The part of `Runtime` the gauges read. */
+/** The part of `Runtime` the gauges read, once per scrape. */
 export interface ObservedRuntime {
-  readonly store: Pick<Store, 'listAgents'>;
-  readonly liveAgents: number;
+  stats(): Promise<{ agentsByStatus: Record<string, number>; inboxDepth: number; live: number }>;
 }
-
-const PAGE = 1000;
 
 /**
  * A registry of its own (never prom-client's global one, so tests can build many servers) with
@@ -59,6 +56,8 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
     registers: [registry],
   });
 
+  let refresh = async () => {};
+
   return {
     registry,
     agentsSpawned,
@@ -69,39 +68,28 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
       httpDuration.observe({ method, route }, seconds);
     },
     observeRuntime(runtime) {
-      new Gauge({
+      const agents = new Gauge({
         name: 'durable_agents_agents',
         help: 'Agents in the store, by status',
         labelNames: ['status'] as const,
         registers: [registry],
-        async collect() {
-          for (const status of AGENT_STATUSES) this.set({ status }, await countAgents(runtime.store, status));
-        },
       });
-      new Gauge({
-        name: 'durable_agents_live_agents',
-        help: 'Agents running in this process',
+      const live = new Gauge({ name: 'durable_agents_live_agents', help: 'Agents running in this process', registers: [registry] });
+      const inbox = new Gauge({
+        name: 'durable_agents_inbox_depth',
+        help: 'Events accepted (202) but not yet consumed by their agent',
         registers: [registry],
-        collect() {
-          this.set(runtime.liveAgents);
-        },
       });
+      refresh = async () => {
+        const stats = await runtime.stats();
+        for (const status of AGENT_STATUSES) agents.set({ status }, stats.agentsByStatus[status] ?? 0);
+        live.set(stats.live);
+        inbox.set(stats.inboxDepth);
+      };
     },
-    render: () => registry.metrics(),
+    async render() {
+      await refresh();
+      return registry.metrics();
+    },
   };
-}
-
-/**
- * Pages through the store: O(agents) per scrape. Good enough for one SQLite file; a store-side
- * count (`Store.countAgents`) is the fix when agents number in the hundreds of thousands.
- */
-async function countAgents(store: Pick<Store, 'listAgents'>, status: (typeof AGENT_STATUSES)[number]): Promise<number> {
-  let count = 0;
-  let cursor: string | undefined;
-  do {
-    const page = await store.listAgents({ status, limit: PAGE, ...(cursor ? { cursor } : {}) });
-    count += page.items.length;
-    cursor = page.nextCursor ?? undefined;
-  } while (cursor);
-  return count;
 }

@@ -1,0 +1,155 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AgentView } from '../../src/runtime/views.js';
+import { getJson, isIdleWith, postJson, readJson, spawn, testApp, waitForView, type TestApp } from './harness.js';
+
+const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+let t: TestApp;
+afterEach(async () => {
+  await t?.close();
+});
+
+describe('POST /agents', () => {
+  it('answers 201 with the agent view, then runs its tasks', async () => {
+    t = await testApp();
+    const res = await postJson(t.app, '/agents', { machine: 'agent', id: 'a1', input: { tasks: ['first', 'second'] } });
+    expect(res.status).toBe(201);
+    const view = (await readJson(res)) as AgentView;
+    expect(view).toMatchObject({ id: 'a1', machine: 'agent', status: 'active', progress: 0 });
+    expect(Object.keys(view).sort()).toEqual(['context', 'createdAt', 'id', 'machine', 'progress', 'state', 'status', 'updatedAt']);
+    expect(view.createdAt).toMatch(ISO_MS);
+    expect(view.updatedAt).toMatch(ISO_MS);
+    const done = await waitForView(t.app, 'a1', isIdleWith(2));
+    expect(done.context).toMatchObject({ progress: 2, queue: [] });
+  });
+
+  it('generates an id when none is given', async () => {
+    t = await testApp();
+    const res = await postJson(t.app, '/agents', { machine: 'agent' });
+    expect(res.status).toBe(201);
+    const { id } = (await readJson(res)) as AgentView;
+    expect(id).toMatch(/^[A-Za-z0-9._:-]{1,128}$/);
+    expect((await getJson(t.app, `/agents/${id}`)).status).toBe(200);
+  });
+
+  it('answers 200 with the existing agent when the same id is spawned again with the same machine', async () => {
+    t = await testApp();
+    await spawn(t.app, 'same', { tasks: ['only once'] });
+    await waitForView(t.app, 'same', isIdleWith(1));
+    const again = await postJson(t.app, '/agents', { machine: 'agent', id: 'same', input: { tasks: ['ignored'] } });
+    expect(again.status).toBe(200);
+    expect(await readJson(again)).toMatchObject({ id: 'same', progress: 1 });
+    expect((await t.store.listAgents({ limit: 10 })).items).toHaveLength(1);
+    expect((await t.store.getAgent('same'))?.input).toEqual({ tasks: ['only once'] });
+  });
+
+  it('answers 409 conflict when the id exists with another machine', async () => {
+    t = await testApp();
+    await spawn(t.app, 'taken', {}, 'toggle');
+    const res = await postJson(t.app, '/agents', { machine: 'agent', id: 'taken' });
+    expect(res.status).toBe(409);
+    expect((await readJson(res)).error).toMatchObject({ code: 'conflict', message: expect.stringContaining('toggle') });
+  });
+
+  it('creates one agent when identical spawns race', async () => {
+    t = await testApp();
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => postJson(t.app, '/agents', { machine: 'agent', id: 'race', input: { tasks: ['t'] } })),
+    );
+    expect(results.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 201]);
+    expect((await t.store.listAgents({ limit: 10 })).items.map((a) => a.id)).toEqual(['race']);
+  });
+
+  it('answers 404 for an unknown machine and 400 invalid_input for input the machine refuses', async () => {
+    t = await testApp();
+    const unknown = await postJson(t.app, '/agents', { machine: 'nope', id: 'x' });
+    expect(unknown.status).toBe(404);
+    expect((await readJson(unknown)).error.code).toBe('not_found');
+    const bad = await postJson(t.app, '/agents', { machine: 'agent', id: 'x', input: { tasks: [1] } });
+    expect(bad.status).toBe(400);
+    expect((await readJson(bad)).error).toMatchObject({ code: 'invalid_input', message: expect.stringContaining('tasks') });
+    expect((await t.store.listAgents({ limit: 10 })).items).toEqual([]);
+  });
+});
+
+describe('GET /agents', () => {
+  it('pages through agents oldest first with nextCursor', async () => {
+    t = await testApp();
+    for (const id of ['p1', 'p2', 'p3']) await spawn(t.app, id);
+    const first = await getJson(t.app, '/agents?limit=2');
+    expect(first.status).toBe(200);
+    expect(first.body.items.map((v: AgentView) => v.id)).toEqual(['p1', 'p2']);
+    expect(typeof first.body.nextCursor).toBe('string');
+    const second = await getJson(t.app, `/agents?limit=2&cursor=${encodeURIComponent(first.body.nextCursor)}`);
+    expect(second.body).toMatchObject({ items: [{ id: 'p3' }], nextCursor: null });
+  });
+
+  it('filters by machine and status', async () => {
+    t = await testApp();
+    await spawn(t.app, 'f1');
+    await spawn(t.app, 'f2', {}, 'toggle');
+    await spawn(t.app, 'f3');
+    await t.app.request('/agents/f3', { method: 'DELETE' });
+    const ids = async (query: string) => (await getJson(t.app, `/agents?${query}`)).body.items.map((v: AgentView) => v.id);
+    expect(await ids('machine=agent')).toEqual(['f1', 'f3']);
+    expect(await ids('machine=toggle')).toEqual(['f2']);
+    expect(await ids('status=stopped')).toEqual(['f3']);
+    expect(await ids('machine=agent&status=active')).toEqual(['f1']);
+    expect(await ids('status=done')).toEqual([]);
+  });
+
+  it.each([
+    ['limit=0'],
+    ['limit=1001'],
+    ['limit=abc'],
+    ['limit=1.5'],
+    ['limit=-1'],
+    ['limit=0x10'],
+    ['limit=1&limit=2'],
+    ['status=sleeping'],
+    ['cursor=not-a-cursor'],
+    ['machine='],
+  ])('answers 400 invalid_input for ?%s', async (query) => {
+    t = await testApp();
+    const { status, body } = await getJson(t.app, `/agents?${query}`);
+    expect(status).toBe(400);
+    expect(body.error.code).toBe('invalid_input');
+    expect(body.error.message).toMatch(/\.$/);
+  });
+});
+
+describe('GET /agents/:id', () => {
+  it('answers the agent view, 404 for an unknown agent and 400 invalid_id for a malformed id', async () => {
+    t = await testApp();
+    await spawn(t.app, 'g1');
+    expect((await getJson(t.app, '/agents/g1')).body).toMatchObject({ id: 'g1', state: 'idle', status: 'active' });
+    const missing = await getJson(t.app, '/agents/g2');
+    expect(missing).toEqual({ status: 404, body: { error: { code: 'not_found', message: 'No agent with id "g2".' } } });
+    const bad = await getJson(t.app, '/agents/a%20b');
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('invalid_id');
+  });
+});
+
+describe('DELETE /agents/:id', () => {
+  it('stops the agent with 204; it then refuses events with 409', async () => {
+    t = await testApp();
+    await spawn(t.app, 'd1');
+    const res = await t.app.request('/agents/d1', { method: 'DELETE' });
+    expect(res.status).toBe(204);
+    expect(await res.text()).toBe('');
+    expect((await getJson(t.app, '/agents/d1')).body.status).toBe('stopped');
+    const event = await postJson(t.app, '/agents/d1/events', { type: 'task.add', task: 'late' });
+    expect(event.status).toBe(409);
+    expect((await readJson(event)).error.code).toBe('conflict');
+    // Stopping again is harmless.
+    expect((await t.app.request('/agents/d1', { method: 'DELETE' })).status).toBe(204);
+  });
+
+  it('answers 404 for an unknown agent', async () => {
+    t = await testApp();
+    const res = await t.app.request('/agents/ghost', { method: 'DELETE' });
+    expect(res.status).toBe(404);
+    expect((await readJson(res)).error.code).toBe('not_found');
+  });
+});

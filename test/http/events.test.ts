@@ -1,0 +1,97 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { getJson, isIdleWith, postJson, readJson, spawn, testApp, waitForView, type TestApp } from './harness.js';
+
+let t: TestApp;
+afterEach(async () => {
+  await t?.close();
+});
+
+describe('POST /agents/:id/events', () => {
+  it('answers 202 {seq} once the event is in the store, and the agent then processes it', async () => {
+    t = await testApp();
+    await spawn(t.app, 'e1');
+    const res = await postJson(t.app, '/agents/e1/events', { type: 'task.add', task: 'do it' });
+    expect(res.status).toBe(202);
+    expect(await readJson(res)).toEqual({ seq: 1 });
+    // Committed before the answer: readable straight away.
+    expect((await t.store.eventsAfter('e1', 0)).map((e) => e.event)).toEqual([{ type: 'task.add', task: 'do it' }]);
+    await waitForView(t.app, 'e1', isIdleWith(1));
+    const second = await postJson(t.app, '/agents/e1/events', { type: 'finish' });
+    expect(await readJson(second)).toEqual({ seq: 2 });
+    await waitForView(t.app, 'e1', (v) => v.status === 'done' && v.state === 'done');
+  });
+
+  it('answers the same 202 {seq} for the same Idempotency-Key and stores one event', async () => {
+    t = await testApp();
+    await spawn(t.app, 'e2');
+    const send = () => postJson(t.app, '/agents/e2/events', { type: 'task.add', task: 'once' }, { 'Idempotency-Key': 'key-1' });
+    const first = await send();
+    const again = await send();
+    expect([first.status, again.status]).toEqual([202, 202]);
+    expect(await readJson(first)).toEqual({ seq: 1 });
+    expect(await readJson(again)).toEqual({ seq: 1 });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    const racing = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        postJson(t.app, '/agents/e2/events', { type: 'task.add', task: 'race' }, { 'idempotency-key': 'key-2' }),
+      ),
+    );
+    expect(new Set(await Promise.all(racing.map(async (r) => `${r.status}:${JSON.stringify(await readJson(r))}`)))).toEqual(
+      new Set(['202:{"seq":2}']),
+    );
+    expect(await t.store.eventsAfter('e2', 0)).toHaveLength(2);
+    await waitForView(t.app, 'e2', isIdleWith(2));
+  });
+
+  it('answers 422 invalid_event listing the known types for an event the machine does not know', async () => {
+    t = await testApp();
+    await spawn(t.app, 'e3');
+    const res = await postJson(t.app, '/agents/e3/events', { type: 'dance' });
+    expect(res.status).toBe(422);
+    const { error } = await readJson(res);
+    expect(error.code).toBe('invalid_event');
+    for (const type of ['finish', 'retry', 'task.add', 'task.skip']) expect(error.message).toContain(type);
+    expect(await t.store.eventsAfter('e3', 0)).toEqual([]);
+  });
+
+  it.each(['xstate.init', 'xstate.done.actor.llm', 'runtime.committed', 'xstate.stop'])(
+    'treats the internal event %s as unknown (422)',
+    async (type) => {
+      t = await testApp();
+      await spawn(t.app, 'e4');
+      const res = await postJson(t.app, '/agents/e4/events', { type });
+      expect(res.status).toBe(422);
+      expect((await readJson(res)).error.code).toBe('invalid_event');
+      expect(await t.store.eventsAfter('e4', 0)).toEqual([]);
+    },
+  );
+
+  it('answers 422 for a known type whose payload the machine refuses', async () => {
+    t = await testApp();
+    await spawn(t.app, 'e5');
+    for (const body of [{ type: 'task.add' }, { type: 'task.add', task: 7 }, { type: 'finish', extra: true }]) {
+      const res = await postJson(t.app, '/agents/e5/events', body);
+      expect(res.status).toBe(422);
+      expect((await readJson(res)).error.code).toBe('invalid_event');
+    }
+    expect(await t.store.eventsAfter('e5', 0)).toEqual([]);
+  });
+
+  it('answers 409 conflict when the agent is no longer active', async () => {
+    t = await testApp();
+    await spawn(t.app, 'e6');
+    await postJson(t.app, '/agents/e6/events', { type: 'finish' });
+    await waitForView(t.app, 'e6', (v) => v.status === 'done');
+    const res = await postJson(t.app, '/agents/e6/events', { type: 'task.add', task: 'too late' });
+    expect(res.status).toBe(409);
+    expect((await readJson(res)).error).toMatchObject({ code: 'conflict', message: expect.stringContaining('done') });
+  });
+
+  it('answers 404 for an unknown agent', async () => {
+    t = await testApp();
+    const res = await postJson(t.app, '/agents/nobody/events', { type: 'finish' });
+    expect(res.status).toBe(404);
+    expect((await readJson(res)).error.code).toBe('not_found');
+    expect((await getJson(t.app, '/agents/nobody')).status).toBe(404);
+  });
+});
