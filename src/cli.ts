@@ -10,8 +10,9 @@ const USAGE = `Usage: durable-agents serve [--port N] [--host H] [--db PATH] [--
                             [--llm-base-url URL] [--llm-api-key KEY] [--model NAME]
                             [--llm-timeout-ms N] [--max-attempts N] [--retry-base-ms N]
                             [--token T] [--lease-ms N] [--synchronous normal|full]
-                            [--simulated-fault-rate R]
-Every flag also reads its environment variable (see README).`;
+                            [--simulated-fault-rate R] [--passivate-after-ms N]
+       durable-agents paths <machine> [--format text|json] [--depth N]
+Every serve flag also reads its environment variable (see README).`;
 
 let service: Service | undefined;
 let log: Logger | undefined;
@@ -44,6 +45,12 @@ async function run(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   if (command === '--help' || command === '-h' || command === 'help' || rest.includes('--help') || rest.includes('-h')) {
     console.log(USAGE);
+    return;
+  }
+  if (command === 'paths') {
+    const { runPathsCommand } = await import('./commands/paths.js');
+    // exitCode, not exit(): a large listing piped elsewhere must not be cut off.
+    process.exitCode = await runPathsCommand(rest, (line) => console.log(line));
     return;
   }
   if (command !== 'serve') {

@@ -17,6 +17,8 @@ export interface Config {
   /** `full` fsyncs every commit (survives power loss); `normal` survives process crashes. */
   synchronous: 'normal' | 'full';
   simulatedFaultRate: number;
+  /** Agents resting this long leave memory (0: never). */
+  passivateAfterMs: number;
 }
 
 /** Every flag with its env var and default: the contract's table, in one place. */
@@ -35,6 +37,7 @@ const OPTIONS = {
   leaseMs: { flag: 'lease-ms', env: 'LEASE_MS', type: 'int', default: 10_000 },
   synchronous: { flag: 'synchronous', env: 'DURABLE_AGENTS_SYNCHRONOUS', type: 'string', default: 'normal' },
   simulatedFaultRate: { flag: 'simulated-fault-rate', env: 'SIMULATED_FAULT_RATE', type: 'float', default: 0 },
+  passivateAfterMs: { flag: 'passivate-after-ms', env: 'PASSIVATE_AFTER_MS', type: 'int', default: 60_000 },
 } as const;
 
 export const CONFIG_OPTIONS = OPTIONS;

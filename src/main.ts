@@ -31,6 +31,7 @@ export async function main(config: Config, log: Logger = createLogger()): Promis
   const runtime = await createRuntime({
     store,
     logger: log,
+    ...(config.passivateAfterMs > 0 ? { passivateAfterMs: config.passivateAfterMs } : {}),
     machines: [
       agentDefinition({
         llm,
