@@ -1,3 +1,4 @@
+import type { AnyMachineSnapshot } from 'xstate';
 import { ConflictError, CorruptStateError, InvalidEventError, InvalidInputError, NotFoundError, serializeError } from '../errors.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
 import type { AgentQuery, AgentRecord, CheckpointRecord, InboxEvent, Page, Store, Write } from '../persistence/store.js';
@@ -147,6 +148,26 @@ export class Runtime implements HostOwner {
   async list(query: AgentQuery): Promise<Page<AgentView>> {
     const page = await this.store.listAgents(query);
     return { items: await Promise.all(page.items.map((a) => this.view(a.id))), nextCursor: page.nextCursor };
+  }
+
+  /**
+   * The event types the agent's current state would take now (guards that need a payload count as
+   * taking it): what a dashboard offers as buttons. Empty unless the agent is active.
+   */
+  async acceptedEvents(agentId: string): Promise<string[]> {
+    const view = await this.view(agentId);
+    const machine = this.machines.get(view.machine);
+    if (view.status !== 'active' || !machine) return [];
+    const snapshot =
+      this.live.get(agentId)?.snapshot() ??
+      (machine.machine.resolveState({ value: view.state as never, context: view.context as never }) as AnyMachineSnapshot);
+    return machine.eventTypes.filter((type) => {
+      try {
+        return snapshot.can({ type });
+      } catch {
+        return true;
+      }
+    });
   }
 
   /** Figures for gauges: agents by status (store), live agents by top-level state, inbox depth. */

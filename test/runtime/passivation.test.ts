@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
+import { StepError } from '../../src/errors.js';
 import { hangUntilAborted, isIdleWithProgress, recordingLlm, runtimesClosedAfterEach, waitForView } from '../helpers/runtime.js';
 
 describe('passivation: memory follows the working set', () => {
@@ -56,5 +57,26 @@ describe('passivation: memory follows the working set', () => {
     const view = await waitForView(t.runtime, 'a1', isIdleWithProgress(3));
     expect(view.context).toMatchObject({ taken: 3 });
     expect((await t.store.listActions('a1')).filter((a) => a.action === 'callLlm')).toHaveLength(3);
+  });
+});
+
+describe('accepted events', () => {
+  const start = runtimesClosedAfterEach();
+
+  it('lists what the current state takes, live or passivated', async () => {
+    const failing = recordingLlm(() => {
+      throw new StepError('permanent', 'llm_rejected', 'no');
+    });
+    const t = await start({ llm: failing.llm, passivateAfterMs: 10 });
+    await t.runtime.spawn('agent', { id: 'idle-one' });
+    expect(await t.runtime.acceptedEvents('idle-one')).toEqual(['finish', 'task.add']);
+    await t.runtime.spawn('agent', { id: 'failed-one', input: { tasks: ['x'] } });
+    await waitForView(t.runtime, 'failed-one', (v) => v.state === 'failed');
+    expect(await t.runtime.acceptedEvents('failed-one')).toEqual(['retry', 'task.add', 'task.skip']);
+    await vi.waitFor(() => expect(t.runtime.liveAgents).toBe(0));
+    expect(await t.runtime.acceptedEvents('failed-one')).toEqual(['retry', 'task.add', 'task.skip']);
+    await t.runtime.send('idle-one', { type: 'finish' });
+    await waitForView(t.runtime, 'idle-one', (v) => v.status === 'done');
+    expect(await t.runtime.acceptedEvents('idle-one')).toEqual([]);
   });
 });
