@@ -95,7 +95,15 @@ export type Write =
   /** An inbox event the machine ignored: consumed, but no new checkpoint. */
   | { kind: 'consume'; agentId: string; inboxPosition: number; at: string }
   | { kind: 'effect'; agentId: string; seq: number; createdAt: string } & EffectWrite
-  | { kind: 'status'; agentId: string; status: AgentStatus; error: SerializedError | null; at: string };
+  | { kind: 'status'; agentId: string; status: AgentStatus; error: SerializedError | null; at: string }
+  /** An event into the agent's inbox: batched like the rest, so acknowledging events is group-committed too. */
+  | { kind: 'event'; agentId: string; event: InboxEvent; idempotencyKey: string | null; at: string };
+
+/**
+ * What `commit` says of each write, in order: an event's seq, or why that one event was refused
+ * (unknown agent, agent not active). A refused event changes nothing and fails no other write.
+ */
+export type WriteResult = AppendResult | { refused: Error } | undefined;
 
 export interface CheckpointSummary {
   seq: number;
@@ -166,8 +174,8 @@ export interface Store {
   appendEvent(agentId: string, event: InboxEvent, idempotencyKey?: string): Promise<AppendResult>;
   eventsAfter(agentId: string, position: number): Promise<EventRecord[]>;
 
-  /** Group commit: every write in one transaction, in order. */
-  commit(writes: readonly Write[]): Promise<void>;
+  /** Group commit: every write in one transaction, in order; throws (and writes nothing) on a storage error. */
+  commit(writes: readonly Write[]): Promise<WriteResult[]>;
 
   listCheckpoints(agentId: string): Promise<CheckpointSummary[]>;
   getCheckpoint(agentId: string, seq: number): Promise<CheckpointRecord | undefined>;

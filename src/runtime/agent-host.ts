@@ -7,7 +7,7 @@ import type { RegisteredMachine } from './machine-definition.js';
 
 /** The runtime as seen by one host. */
 export interface HostOwner {
-  commit(write: Write): Promise<void>;
+  commit(write: Write): Promise<unknown>;
   findEffect(idempotencyKey: string): Promise<{ result: unknown } | undefined>;
   committed(host: AgentHost, checkpoint: CommittedCheckpoint): void;
   failed(host: AgentHost, reason: 'commit' | 'actor', err: unknown): void;
@@ -40,7 +40,7 @@ export class AgentHost implements TransitionSink {
   private delivered: number;
   private deliveringSeq: number | undefined;
   private readonly inbox: EventRecord[] = [];
-  private lastCommit: Promise<void> = Promise.resolve();
+  private lastCommit: Promise<unknown> = Promise.resolve();
   private readonly childStarts = new Map<string, { input: unknown; startedAt: number }>();
   private stopped = false;
   /** The last committed checkpoint, for views. */
@@ -109,7 +109,10 @@ export class AgentHost implements TransitionSink {
 
   /** Resolves when every checkpoint written so far is committed. */
   settled(): Promise<void> {
-    return this.lastCommit.catch(() => undefined);
+    return this.lastCommit.then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   // --- TransitionSink -------------------------------------------------------------------------

@@ -94,10 +94,16 @@ export class Runtime implements HostOwner {
 
   /** Commits an event to the agent's inbox; the agent processes its inbox in order, each event once. */
   async send(agentId: string, event: InboxEvent, idempotencyKey?: string): Promise<{ seq: number; duplicate: boolean }> {
-    const agent = await this.agentOrThrow(agentId);
-    const machine = this.machineNamed(agent.machine);
+    const machine = this.live.get(agentId)?.machine ?? this.machineNamed((await this.agentOrThrow(agentId)).machine);
     const checked = validateEvent(machine, event);
-    const result = await this.store.appendEvent(agentId, checked, idempotencyKey);
+    // Through the group committer: under load, many requests' events share one transaction (one fsync).
+    const result = (await this.committer.enqueue({
+      kind: 'event',
+      agentId,
+      event: checked,
+      idempotencyKey: idempotencyKey ?? null,
+      at: new Date().toISOString(),
+    })) as { seq: number; duplicate: boolean };
     if (!result.duplicate) {
       const host = this.live.get(agentId) ?? (await this.wake(agentId));
       if (host) clearTimeout(host.passivationTimer);
@@ -223,7 +229,7 @@ export class Runtime implements HostOwner {
 
   // --- HostOwner --------------------------------------------------------------------------------
 
-  commit(write: Write): Promise<void> {
+  commit(write: Write): Promise<unknown> {
     return this.committer.enqueue(write);
   }
 

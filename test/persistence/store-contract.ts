@@ -65,6 +65,20 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       await store.close();
     });
 
+    it('refuses one event in a batch without failing the other writes', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      const ev = (agentId: string, key: string | null = null): Write => ({ kind: 'event', agentId, event: { type: 'x' }, idempotencyKey: key, at: at() });
+      const results = await store.commit([ev('a1', 'k'), ev('ghost'), checkpoint('a1', 1), ev('a1', 'k'), ev('a1')]);
+      expect(results[0]).toEqual({ seq: 1, duplicate: false });
+      expect(results[1]).toMatchObject({ refused: expect.any(NotFoundError) });
+      expect(results[2]).toBeUndefined();
+      expect(results[3]).toEqual({ seq: 1, duplicate: true });
+      expect(results[4]).toEqual({ seq: 2, duplicate: false });
+      expect(await store.getAgent('a1')).toMatchObject({ lastSeq: 1, eventSeq: 2 });
+      await store.close();
+    });
+
     it('commits checkpoints with their action rows and moves the agent row along', async () => {
       const store = await open();
       await store.createAgent(newAgent('a1'));

@@ -14,7 +14,10 @@ import type {
   Store,
   StoreStats,
   Write,
+  WriteResult,
+  AppendResult,
 } from '../store.js';
+import { unwrapAppend } from '../write-results.js';
 
 interface AgentData {
   pos: number;
@@ -80,16 +83,20 @@ export class MemoryStore implements Store {
     return { items: page.map((a) => ({ ...a.record })), nextCursor: matching.length > query.limit && last ? String(last.pos) : null };
   }
 
-  async appendEvent(agentId: string, event: InboxEvent, idempotencyKey?: string) {
+  async appendEvent(agentId: string, event: InboxEvent, idempotencyKey?: string): Promise<AppendResult> {
+    return unwrapAppend(await this.commit([{ kind: 'event', agentId, event, idempotencyKey: idempotencyKey ?? null, at: new Date().toISOString() }]));
+  }
+
+  private append(agentId: string, event: InboxEvent, idempotencyKey: string | null, at: string): AppendResult {
     const data = this.agents.get(agentId);
     if (!data) throw new NotFoundError('agent', agentId);
-    if (idempotencyKey !== undefined) {
+    if (idempotencyKey !== null) {
       const existing = data.events.find((e) => e.idempotencyKey === idempotencyKey);
       if (existing) return { seq: existing.seq, duplicate: true };
     }
     if (data.record.status !== 'active') throw new ConflictError(`Agent "${agentId}" is ${data.record.status}; it takes no more events.`);
     const seq = ++data.record.eventSeq;
-    data.events.push({ agentId, seq, event: copy(event), idempotencyKey: idempotencyKey ?? null, createdAt: new Date().toISOString() });
+    data.events.push({ agentId, seq, event: copy(event), idempotencyKey, createdAt: at });
     return { seq, duplicate: false };
   }
 
@@ -97,19 +104,29 @@ export class MemoryStore implements Store {
     return (this.agents.get(agentId)?.events ?? []).filter((e) => e.seq > position).map((e) => ({ ...e, event: copy(e.event) }));
   }
 
-  async commit(writes: readonly Write[]): Promise<void> {
-    // All or nothing, like a transaction: check every write before applying any.
+  async commit(writes: readonly Write[]): Promise<WriteResult[]> {
+    // All or nothing, like a transaction: check every write before applying any. Events are
+    // refused one by one instead, as in the SQLite store.
     for (const w of writes) {
+      if (w.kind === 'event') continue;
       const data = this.agents.get(w.agentId);
       if (!data) throw new NotFoundError('agent', w.agentId);
       if (w.kind === 'checkpoint' && data.checkpoints.some((c) => c.seq === w.seq)) {
         throw new ConflictError(`Checkpoint ${w.agentId}@${w.seq} already exists.`);
       }
     }
-    for (const w of writes) this.apply(w, this.agents.get(w.agentId)!);
+    return writes.map((w) => {
+      if (w.kind !== 'event') return this.apply(w, this.agents.get(w.agentId)!);
+      try {
+        return this.append(w.agentId, w.event, w.idempotencyKey, w.at);
+      } catch (err) {
+        if (err instanceof NotFoundError || err instanceof ConflictError) return { refused: err };
+        throw err;
+      }
+    });
   }
 
-  private apply(w: Write, data: AgentData): void {
+  private apply(w: Exclude<Write, { kind: 'event' }>, data: AgentData): undefined {
     const record = data.record;
     switch (w.kind) {
       case 'checkpoint':

@@ -19,7 +19,9 @@ import type {
   Store,
   StoreStats,
   Write,
+  WriteResult,
 } from '../store.js';
+import { unwrapAppend } from '../write-results.js';
 import { migrate } from './migrations.js';
 
 export interface SqliteStoreOptions {
@@ -77,8 +79,7 @@ export async function openSqliteStore(file: string, options: SqliteStoreOptions 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   private readonly sql;
-  private readonly commitBatch: (writes: readonly Write[]) => void;
-  private readonly append: (agentId: string, event: InboxEvent, key: string | undefined) => AppendResult;
+  private readonly commitBatch: (writes: readonly Write[]) => WriteResult[];
   private readonly create: (agent: NewAgent) => { agent: AgentRecord; created: boolean };
 
   constructor(
@@ -133,23 +134,7 @@ export class SqliteStore implements Store {
       ),
     };
 
-    this.commitBatch = db.transaction((writes: readonly Write[]) => {
-      for (const w of writes) this.applyWrite(w);
-    });
-
-    this.append = db.transaction((agentId: string, event: InboxEvent, key: string | undefined): AppendResult => {
-      const agent = this.sql.agentById.get(agentId) as AgentRow | undefined;
-      if (!agent) throw new NotFoundError('agent', agentId);
-      if (key !== undefined) {
-        const existing = this.sql.eventByKey.get(agentId, key) as { seq: number } | undefined;
-        if (existing) return { seq: existing.seq, duplicate: true };
-      }
-      if (agent.status !== 'active') throw new ConflictError(`Agent "${agentId}" is ${agent.status}; it takes no more events.`);
-      const seq = agent.event_seq + 1;
-      this.sql.insertEvent.run(agentId, seq, event.type, JSON.stringify(event), key ?? null, new Date().toISOString());
-      this.sql.bumpEventSeq.run(seq, agentId);
-      return { seq, duplicate: false };
-    }).immediate as never;
+    this.commitBatch = db.transaction((writes: readonly Write[]) => writes.map((w) => this.applyWrite(w)));
 
     this.create = db.transaction((agent: NewAgent) => {
       const existing = this.sql.agentById.get(agent.id) as AgentRow | undefined;
@@ -176,8 +161,16 @@ export class SqliteStore implements Store {
     }).immediate as never;
   }
 
-  private applyWrite(w: Write): void {
+  private applyWrite(w: Write): WriteResult {
     switch (w.kind) {
+      case 'event':
+        try {
+          return this.append(w);
+        } catch (err) {
+          // Checked before anything is written, so refusing this event leaves the batch intact.
+          if (err instanceof NotFoundError || err instanceof ConflictError) return { refused: err };
+          throw err;
+        }
       case 'checkpoint': {
         const state = JSON.stringify(w.state);
         this.sql.insertCheckpoint.run(
@@ -199,6 +192,20 @@ export class SqliteStore implements Store {
         this.sql.setStatus.run(w.status, w.error ? JSON.stringify(w.error) : null, w.at, w.agentId);
         return;
     }
+  }
+
+  private append(w: Extract<Write, { kind: 'event' }>): AppendResult {
+    const agent = this.sql.agentById.get(w.agentId) as AgentRow | undefined;
+    if (!agent) throw new NotFoundError('agent', w.agentId);
+    if (w.idempotencyKey !== null) {
+      const existing = this.sql.eventByKey.get(w.agentId, w.idempotencyKey) as { seq: number } | undefined;
+      if (existing) return { seq: existing.seq, duplicate: true };
+    }
+    if (agent.status !== 'active') throw new ConflictError(`Agent "${w.agentId}" is ${agent.status}; it takes no more events.`);
+    const seq = agent.event_seq + 1;
+    this.sql.insertEvent.run(w.agentId, seq, w.event.type, JSON.stringify(w.event), w.idempotencyKey, w.at);
+    this.sql.bumpEventSeq.run(seq, w.agentId);
+    return { seq, duplicate: false };
   }
 
   async createAgent(agent: NewAgent) {
@@ -225,8 +232,8 @@ export class SqliteStore implements Store {
     return { items: page.map(toAgent), nextCursor: rows.length > query.limit && last ? encodeCursor(last.pos) : null };
   }
 
-  async appendEvent(agentId: string, event: InboxEvent, idempotencyKey?: string) {
-    return this.append(agentId, event, idempotencyKey);
+  async appendEvent(agentId: string, event: InboxEvent, idempotencyKey?: string): Promise<AppendResult> {
+    return unwrapAppend(await this.commit([{ kind: 'event', agentId, event, idempotencyKey: idempotencyKey ?? null, at: new Date().toISOString() }]));
   }
 
   async eventsAfter(agentId: string, position: number): Promise<EventRecord[]> {
@@ -242,8 +249,8 @@ export class SqliteStore implements Store {
     }));
   }
 
-  async commit(writes: readonly Write[]) {
-    if (writes.length > 0) this.commitBatch(writes);
+  async commit(writes: readonly Write[]): Promise<WriteResult[]> {
+    return writes.length > 0 ? this.commitBatch(writes) : [];
   }
 
   async listCheckpoints(agentId: string): Promise<CheckpointSummary[]> {

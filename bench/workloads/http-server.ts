@@ -1,0 +1,41 @@
+/**
+ * The server side of the `http` workload, in its own process so the load generator does not share
+ * its event loop. `durable`: the real API over SQLite; `bare`: a Hono route answering 202 without
+ * storing anything, on the same HTTP server stack.
+ */
+import { serve } from '@hono/node-server';
+import { Hono } from 'hono';
+import { assign, setup } from 'xstate';
+import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
+import { createRuntime } from '../../src/runtime/runtime.js';
+import { createServer } from '../../src/server.js';
+import { tempFile } from '../lib.js';
+
+export const AGENTS = 100;
+
+/** One checkpoint per event: the full durable path (inbox commit, delivery, transition, checkpoint). */
+const counter = setup({ types: { context: {} as { pings: number }, events: {} as { type: 'ping'; n?: number } } }).createMachine({
+  id: 'counter',
+  context: { pings: 0 },
+  on: { ping: { actions: assign({ pings: ({ context }) => context.pings + 1 }) } },
+});
+
+const mode = process.argv[2];
+let fetch: (request: Request) => Response | Promise<Response>;
+if (mode === 'durable') {
+  const runtime = await createRuntime({
+    store: await openSqliteStore(tempFile(), { synchronous: process.argv[3] === 'full' ? 'full' : 'normal' }),
+    machines: [{ name: 'counter', machine: counter }],
+  });
+  for (let i = 0; i < AGENTS; i++) await runtime.spawn('counter', { id: `agent-${i}` });
+  fetch = createServer({ runtime }).fetch;
+} else {
+  const bare = new Hono();
+  bare.post('/agents/:id/events', async (c) => {
+    await c.req.json();
+    return c.json({ seq: 1 }, 202);
+  });
+  fetch = bare.fetch;
+}
+serve({ fetch, port: 0, hostname: '127.0.0.1' }, (info) => process.stdout.write(`${info.port}\n`));
+process.on('SIGINT', () => process.exit(0));
