@@ -106,6 +106,7 @@ export class SqliteStore implements Store {
       insertEffect: q(
         'insert into effects (idempotency_key, agent_id, seq, result, created_at) values (?, ?, ?, ?, ?) on conflict do nothing',
       ),
+      inboxOf: q('select status, event_seq from agents where id = ?'),
       eventByKey: q('select seq from events where agent_id = ? and idempotency_key = ?'),
       insertEvent: q('insert into events (agent_id, seq, type, body, idempotency_key, created_at) values (?, ?, ?, ?, ?, ?)'),
       bumpEventSeq: q('update agents set event_seq = ? where id = ?'),
@@ -195,7 +196,7 @@ export class SqliteStore implements Store {
   }
 
   private append(w: Extract<Write, { kind: 'event' }>): AppendResult {
-    const agent = this.sql.agentById.get(w.agentId) as AgentRow | undefined;
+    const agent = this.sql.inboxOf.get(w.agentId) as Pick<AgentRow, 'status' | 'event_seq'> | undefined;
     if (!agent) throw new NotFoundError('agent', w.agentId);
     if (w.idempotencyKey !== null) {
       const existing = this.sql.eventByKey.get(w.agentId, w.idempotencyKey) as { seq: number } | undefined;
