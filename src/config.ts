@@ -35,7 +35,7 @@ const OPTIONS = {
   retryBaseMs: { flag: 'retry-base-ms', env: 'RETRY_BASE_MS', type: 'int', default: 500 },
   token: { flag: 'token', env: 'DURABLE_AGENTS_TOKEN', type: 'string', default: undefined },
   leaseMs: { flag: 'lease-ms', env: 'LEASE_MS', type: 'int', default: 10_000 },
-  synchronous: { flag: 'synchronous', env: 'DURABLE_AGENTS_SYNCHRONOUS', type: 'string', default: 'normal' },
+  synchronous: { flag: 'synchronous', env: 'DURABLE_AGENTS_SYNCHRONOUS', type: 'string', default: 'full' },
   simulatedFaultRate: { flag: 'simulated-fault-rate', env: 'SIMULATED_FAULT_RATE', type: 'float', default: 0 },
   passivateAfterMs: { flag: 'passivate-after-ms', env: 'PASSIVATE_AFTER_MS', type: 'int', default: 60_000 },
 } as const;

@@ -44,9 +44,9 @@ describe('SQLite store files', () => {
     await expect(openSqliteStore(file)).rejects.toBeInstanceOf(SchemaTooNewError);
   });
 
-  it('sets synchronous=FULL when asked, NORMAL otherwise', async () => {
-    const full = await openSqliteStore(tempDbFile(), { synchronous: 'full' });
-    const normal = await openSqliteStore(tempDbFile());
+  it('fsyncs every commit (synchronous=FULL) unless asked for NORMAL', async () => {
+    const full = await openSqliteStore(tempDbFile());
+    const normal = await openSqliteStore(tempDbFile(), { synchronous: 'normal' });
     expect(full.db.pragma('synchronous', { simple: true })).toBe(2);
     expect(normal.db.pragma('synchronous', { simple: true })).toBe(1);
     await full.close();

@@ -26,8 +26,9 @@ import { migrate } from './migrations.js';
 
 export interface SqliteStoreOptions {
   /**
-   * `normal`: a commit survives a process crash (kill -9) but the last ones may be lost on power
-   * loss. `full`: fsync at every commit, survives power loss too. Group commit keeps FULL affordable.
+   * `full` (default): fsync at every commit, so a commit survives power loss too; group commit keeps
+   * it affordable (one fsync per batch of many agents' transitions). `normal`: a commit survives a
+   * process crash (kill -9) but the last ones may be lost if the machine loses power.
    */
   synchronous?: 'normal' | 'full';
 }
@@ -66,7 +67,7 @@ export async function openSqliteStore(file: string, options: SqliteStoreOptions 
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
-  db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+  db.pragma(`synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
   db.pragma('busy_timeout = 5000');
   db.pragma('foreign_keys = ON');
   // Agents' rows are rewritten at every transition; a longer WAL copies each hot page back once per
