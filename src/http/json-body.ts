@@ -21,12 +21,7 @@ export function jsonBody({ maxBytes = DEFAULT_BODY_LIMIT, maxDepth = MAX_JSON_DE
       if (!type || !JSON_MEDIA_TYPE.test(type)) throw unsupportedMediaType(type);
       await next();
     },
-    bodyLimit({
-      maxSize: maxBytes,
-      onError: () => {
-        throw payloadTooLarge(maxBytes);
-      },
-    }),
+    limitSize(maxBytes),
     async function parseJson(c, next) {
       const text = await c.req.text();
       if (text.trim() === '') throw malformedJson('the body is empty; send a JSON object.');
@@ -44,6 +39,27 @@ export function jsonBody({ maxBytes = DEFAULT_BODY_LIMIT, maxDepth = MAX_JSON_DE
       await next();
     },
   ];
+}
+
+/**
+ * 413 for a body over the limit. With a Content-Length (the usual case) the header decides and the
+ * body is left alone: touching `c.req.raw.body`, as hono's bodyLimit does first, makes
+ * @hono/node-server build a web ReadableStream for every request, which measured 3–4× slower than its
+ * direct read. Chunked bodies (no length) are counted as they stream, by hono's bodyLimit.
+ */
+function limitSize(maxBytes: number): MiddlewareHandler<AppEnv> {
+  const streamed = bodyLimit({
+    maxSize: maxBytes,
+    onError: () => {
+      throw payloadTooLarge(maxBytes);
+    },
+  });
+  return async function limitBodySize(c, next) {
+    const length = c.req.header('content-length');
+    if (length === undefined || c.req.header('transfer-encoding') !== undefined) return streamed(c, next);
+    if (!/^\d+$/.test(length) || Number(length) > maxBytes) throw payloadTooLarge(maxBytes);
+    await next();
+  };
 }
 
 /** Whether brackets outside strings nest deeper than `max`. Linear, no recursion. */
