@@ -3,6 +3,7 @@ import { requestId } from 'hono/request-id';
 import { CorruptStateError, NotFoundError } from './errors.js';
 import { streamAgentViews } from './http/agent-stream.js';
 import { bearerAuth } from './http/auth.js';
+import { createDashboard, DASHBOARD_AUTH } from './http/dashboard/index.js';
 import type { AppEnv } from './http/env.js';
 import { createErrorHandler, onNotFound } from './http/error-handler.js';
 import { truncate } from './http/errors.js';
@@ -62,7 +63,7 @@ export function createServer({
   app.onError(createErrorHandler(logger));
   app.notFound(onNotFound);
   app.use(requestId(), requestLogger(logger, metrics));
-  if (token) app.use(bearerAuth(token));
+  if (token) app.use(bearerAuth(token, DASHBOARD_AUTH));
   app.on('POST', ['/agents', '/agents/:id/events', '/agents/:id/fork'], ...jsonBody({ maxBytes: bodyLimit }));
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
     type: 'http',
@@ -175,6 +176,9 @@ export function createServer({
   });
 
   app.openapi(routes.metricsRoute, async (c) => c.text(await metrics.render(), 200, { 'Content-Type': metrics.contentType }));
+
+  // The dashboard: HTML pages at / and under /ui/ (not in the OpenAPI document).
+  app.route('/', createDashboard({ runtime, token }));
 
   let document: unknown;
   app.openapi(routes.openApiRoute, (c) => {

@@ -1,0 +1,259 @@
+/**
+ * The dashboard's only script, served at /ui/app.js (a TS module so that tsc ships it in dist/).
+ * Plain browser JavaScript, no build step. Pages are rendered on the server; this script:
+ * - refreshes the `[data-live]` sections of the page by fetching the page again and swapping them
+ *   (the agents list every 2 s; an agent's page on each SSE `snapshot`);
+ * - moves the statechart highlight as soon as a snapshot arrives (`g.state[data-state]`);
+ * - sends events, spawns, forks and stops through the JSON API (the login cookie authenticates).
+ * It avoids template literals so that it can live inside one.
+ */
+export const CLIENT_SCRIPT = String.raw`
+(function () {
+  'use strict';
+  var $ = function (sel, root) { return (root || document).querySelector(sel); };
+  var $$ = function (sel, root) { return Array.prototype.slice.call((root || document).querySelectorAll(sel)); };
+  var LOGIN = '/ui/login';
+
+  function flash(message, isError) {
+    var box = $('#flash');
+    if (!box) return;
+    var div = document.createElement('div');
+    div.textContent = message;
+    if (isError) div.className = 'error';
+    box.appendChild(div);
+    setTimeout(function () { div.remove(); }, isError ? 8000 : 3000);
+  }
+
+  function toLogin() {
+    location.href = LOGIN + '?next=' + encodeURIComponent(location.pathname + location.search);
+  }
+
+  // The JSON API, same origin: the HttpOnly login cookie goes along.
+  function api(method, url, body) {
+    var init = { method: method, credentials: 'same-origin', headers: { accept: 'application/json' } };
+    if (body !== undefined) {
+      init.headers['content-type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    return fetch(url, init).then(function (res) {
+      if (res.status === 401) { toLogin(); throw new Error('Please log in.'); }
+      return res.text().then(function (text) {
+        var data;
+        try { data = text ? JSON.parse(text) : undefined; } catch (e) { data = undefined; }
+        if (!res.ok) throw new Error((data && data.error && data.error.message) || ('HTTP ' + res.status));
+        return data;
+      });
+    });
+  }
+
+  // Fetches this page again and swaps every [data-live] section whose HTML changed.
+  var refreshing = null;
+  var again = false;
+  function refresh() {
+    if (refreshing) { again = true; return refreshing; }
+    refreshing = (function loop() {
+      again = false;
+      return fetch(location.href, { credentials: 'same-origin', headers: { accept: 'text/html' } })
+        .then(function (res) {
+          if (res.redirected && new URL(res.url).pathname === LOGIN) { location.href = res.url; return; }
+          if (!res.ok) return;
+          return res.text().then(function (html) {
+            var doc = new DOMParser().parseFromString(html, 'text/html');
+            $$('[data-live]', doc).forEach(function (fresh) {
+              var current = document.querySelector('[data-live="' + fresh.getAttribute('data-live') + '"]');
+              if (current && current.innerHTML !== fresh.innerHTML) current.innerHTML = fresh.innerHTML;
+            });
+            var accepted = $('[data-accepted]', doc);
+            if (accepted) applyAccepted(accepted.getAttribute('data-accepted'));
+            var stop = $('#stop');
+            if (stop && !$('#stop', doc)) stop.remove();
+            document.dispatchEvent(new Event('dashboard:refreshed'));
+          });
+        })
+        .catch(function () { /* the next refresh tries again */ })
+        .then(function () { return again ? loop() : undefined; });
+    })().then(function () { refreshing = null; });
+    return refreshing;
+  }
+
+  // --- the statechart ----------------------------------------------------------------------------
+
+  function activePaths(value, prefix) {
+    prefix = prefix || '';
+    if (typeof value === 'string') return [prefix + value];
+    if (!value || typeof value !== 'object') return [];
+    var out = [];
+    Object.keys(value).forEach(function (key) {
+      out.push(prefix + key);
+      out = out.concat(activePaths(value[key], prefix + key + '.'));
+    });
+    return out;
+  }
+
+  function formatState(value) {
+    if (typeof value === 'string') return value;
+    if (!value || typeof value !== 'object') return String(value);
+    return Object.keys(value).map(function (key) { return key + '.' + formatState(value[key]); }).join(', ');
+  }
+
+  function highlight(stateValue, cls) {
+    var active = {};
+    activePaths(stateValue).forEach(function (p) { active[p] = true; });
+    $$('svg.chart g.state').forEach(function (g) { g.classList.toggle(cls, !!active[g.getAttribute('data-state')]); });
+    if (cls === 'active') {
+      $$('svg.chart g.edge').forEach(function (g) { g.classList.toggle('next', !!active[g.getAttribute('data-from')]); });
+    }
+  }
+
+  function applyAccepted(list) {
+    var box = $('#events');
+    if (!box) return;
+    var accepted = (list || '').split(' ').filter(Boolean);
+    box.setAttribute('data-accepted', accepted.join(' '));
+    $$('form[data-event]', box).forEach(function (form) { form.hidden = accepted.indexOf(form.getAttribute('data-event')) < 0; });
+    var none = $('#no-events');
+    if (none) none.hidden = accepted.length > 0;
+  }
+
+  // --- an agent's page ----------------------------------------------------------------------------
+
+  function agentPage() {
+    var id = document.body.getAttribute('data-agent-id');
+    var base = '/agents/' + encodeURIComponent(id);
+    var selected = null;
+
+    function applyView(view) {
+      document.body.setAttribute('data-status', view.status);
+      document.body.setAttribute('data-state', JSON.stringify(view.state));
+      highlight(view.state, 'active');
+      var state = $('#state');
+      if (state) state.textContent = formatState(view.state);
+      var progress = $('#progress');
+      if (progress) progress.textContent = String(view.progress);
+    }
+
+    if (document.body.getAttribute('data-status') === 'active') {
+      var source = new EventSource(base + '/stream');
+      source.addEventListener('snapshot', function (e) {
+        var view = JSON.parse(e.data);
+        applyView(view);
+        refresh();
+        if (view.status !== 'active') source.close(); // the server ends the stream: nothing changes any more
+      });
+      source.addEventListener('error', function (e) {
+        if (e.data) flash('The live stream failed on the server; reload the page.', true);
+      });
+    }
+
+    function markSelected() {
+      $$('#checkpoints button[data-seq]').forEach(function (b) {
+        b.classList.toggle('selected', b.getAttribute('data-seq') === String(selected));
+      });
+    }
+    document.addEventListener('dashboard:refreshed', markSelected);
+
+    document.addEventListener('click', function (e) {
+      var item = e.target.closest && e.target.closest('#checkpoints button[data-seq]');
+      if (!item) return;
+      selected = Number(item.getAttribute('data-seq'));
+      markSelected();
+      var seq = selected;
+      api('GET', base + '/checkpoints/' + seq).then(function (cp) {
+        if (seq !== selected) return;
+        $('#checkpoint-title').textContent = 'Checkpoint #' + cp.seq + ' — state ';
+        var state = document.createElement('span');
+        state.className = 'state-name';
+        state.id = 'checkpoint-state';
+        state.textContent = formatState(cp.state);
+        $('#checkpoint-title').appendChild(state);
+        $('#checkpoint-meta').textContent = 'after ' + cp.eventType + ' · status ' + cp.status + ' · progress ' + cp.progress +
+          ' · ' + cp.createdAt + ' · context then:';
+        $('#checkpoint-context').textContent = JSON.stringify(cp.snapshot && cp.snapshot.context, null, 2);
+        $('#checkpoint-detail').hidden = false;
+        highlight(cp.state, 'then');
+      }).catch(function (err) { flash(err.message, true); });
+    });
+
+    var fork = $('#fork');
+    if (fork) fork.addEventListener('click', function () {
+      if (selected === null) return;
+      fork.disabled = true;
+      api('POST', base + '/fork', { checkpoint: selected }).then(function (view) {
+        location.href = '/ui/agents/' + encodeURIComponent(view.id);
+      }).catch(function (err) { fork.disabled = false; flash(err.message, true); });
+    });
+
+    var stop = $('#stop');
+    if (stop) stop.addEventListener('click', function () {
+      if (!confirm('Stop agent ' + id + ' for good?')) return;
+      stop.disabled = true;
+      api('DELETE', base).then(function () { flash('Stopped.'); refresh(); }).catch(function (err) {
+        stop.disabled = false;
+        flash(err.message, true);
+      });
+    });
+
+    document.addEventListener('submit', function (e) {
+      var form = e.target.closest && e.target.closest('form[data-event]');
+      if (!form) return;
+      e.preventDefault();
+      var event = { type: form.getAttribute('data-event') };
+      try {
+        $$('input[name]', form).forEach(function (input) {
+          if (input.value === '' && !input.required) return;
+          event[input.name] = input.getAttribute('data-kind') === 'json' ? JSON.parse(input.value) : input.value;
+        });
+      } catch (err) {
+        flash('Not valid JSON: ' + err.message, true);
+        return;
+      }
+      var button = $('button', form);
+      button.disabled = true;
+      api('POST', base + '/events', event).then(function (res) {
+        form.reset();
+        flash(event.type + ' accepted (event #' + res.seq + ')');
+      }).catch(function (err) { flash(err.message, true); }).then(function () { button.disabled = false; });
+    });
+  }
+
+  // --- the agents list ----------------------------------------------------------------------------
+
+  function agentsPage() {
+    var filters = $('#filters');
+    var timer = null;
+    function applyFilters() {
+      var params = new URLSearchParams();
+      new FormData(filters).forEach(function (value, key) { if (value) params.set(key, String(value)); });
+      var text = params.toString();
+      history.replaceState(null, '', text ? '/?' + text : '/');
+      refresh();
+    }
+    if (filters) {
+      filters.addEventListener('submit', function (e) { e.preventDefault(); applyFilters(); });
+      filters.addEventListener('change', applyFilters);
+      filters.addEventListener('input', function () { clearTimeout(timer); timer = setTimeout(applyFilters, 250); });
+    }
+    setInterval(function () { if (document.visibilityState === 'visible') refresh(); }, 2000);
+
+    var spawn = $('#spawn');
+    if (spawn) spawn.addEventListener('submit', function (e) {
+      e.preventDefault();
+      var data = new FormData(spawn);
+      var body = { machine: String(data.get('machine')) };
+      var id = String(data.get('id') || '').trim();
+      if (id) body.id = id;
+      var input = String(data.get('input') || '').trim();
+      if (input) {
+        try { body.input = JSON.parse(input); } catch (err) { flash('Input is not valid JSON: ' + err.message, true); return; }
+      }
+      api('POST', '/agents', body).then(function (view) {
+        location.href = '/ui/agents/' + encodeURIComponent(view.id);
+      }).catch(function (err) { flash(err.message, true); });
+    });
+  }
+
+  var page = document.body.getAttribute('data-page');
+  if (page === 'agent') agentPage();
+  else if (page === 'agents') agentsPage();
+})();
+`;

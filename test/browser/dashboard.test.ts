@@ -1,0 +1,262 @@
+// The dashboard in a real browser: Debian's Chromium driven by playwright-core against a real HTTP
+// server (createServer + @hono/node-server on 127.0.0.1, port 0) on a temp SQLite file, with the
+// real `openai` client talking to the fake OpenAI server so that the LLM's answers, latency and
+// failures are under the test's control. The server runs with --token, so the journey starts at
+// the login page and every later step goes through the login cookie.
+//
+// The tests are one journey, in order: log in → the list → task.add → checkpoint + fork → retry.
+// Screenshots land in test-output/screenshots/.
+import { serve, type ServerType } from '@hono/node-server';
+import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createOpenAiClient } from '../../src/llm/openai-client.js';
+import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
+import { agentDefinition } from '../../src/runtime/agent-definition.js';
+import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
+import type { AgentView } from '../../src/runtime/views.js';
+import { createServer } from '../../src/server.js';
+import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const SCREENSHOTS = path.join(ROOT, 'test-output', 'screenshots');
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
+const TOKEN = 'browser-token-123';
+/** How long a UI condition may take to hold (each step is milliseconds when things work). */
+const WAIT = { timeout: 10_000 };
+/** The LLM answers this task slowly, so that the chart is seen in callingLLM before it is back in idle. */
+const SLOW_TASK = 'second task (slow)';
+const DOOMED_TASK = 'doomed task';
+
+let dir: string;
+let fake: FakeOpenAI;
+let runtime: Runtime;
+let server: ServerType;
+let shutdown: AbortController;
+let base: string;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+const pageErrors: string[] = [];
+
+beforeAll(async () => {
+  if (!fs.existsSync(CHROMIUM)) {
+    throw new Error(`${CHROMIUM} is missing: the browser tests need Debian's Chromium (apt-get install -y chromium).`);
+  }
+  fs.mkdirSync(SCREENSHOTS, { recursive: true });
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'durable-agents-browser-'));
+  fake = await startFakeOpenAI();
+  fake.setLatency((call) => (call.userContent === SLOW_TASK ? 1_500 : 5));
+  runtime = await createRuntime({
+    store: await openSqliteStore(path.join(dir, 'agents.db')),
+    machines: [
+      agentDefinition({
+        llm: createOpenAiClient({ apiKey: 'test', baseURL: fake.url }),
+        defaults: { maxAttempts: 2, baseDelayMs: 10, timeoutMs: 5_000 },
+      }),
+    ],
+  });
+  shutdown = new AbortController();
+  const app = createServer({ runtime, token: TOKEN, shutdown: shutdown.signal });
+  server = await new Promise<ServerType>((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+    s.once('error', reject);
+  });
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  page = await context.newPage();
+  page.on('pageerror', (err) => pageErrors.push(err.message));
+});
+
+afterAll(async () => {
+  await context?.close();
+  await browser?.close();
+  shutdown?.abort(); // ends open SSE streams
+  if (server) {
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      if ('closeAllConnections' in server) server.closeAllConnections();
+    });
+  }
+  await runtime?.close();
+  await fake?.close();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+afterEach(() => {
+  expect(pageErrors, 'errors thrown by the dashboard script').toEqual([]);
+});
+
+/** The JSON API from the test (Node), with the bearer token. */
+async function api<T = any>(method: string, url: string, body?: unknown): Promise<{ status: number; body: T }> {
+  const res = await fetch(base + url, {
+    method,
+    headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+}
+
+const activeState = (state: string) => `svg.chart g.state.active[data-state="${state}"]`;
+const progressIs = (progress: string) => page.locator('#progress', { hasText: new RegExp(`^${progress}$`) }).waitFor(WAIT);
+const shot = (name: string) => page.screenshot({ path: path.join(SCREENSHOTS, name), fullPage: true });
+
+describe('dashboard in Chromium', () => {
+  it('asks for the token: a wrong one is refused, the right one sets an HttpOnly cookie and opens the list', async () => {
+    await page.goto(`${base}/`);
+    expect(new URL(page.url()).pathname).toBe('/ui/login');
+    expect(new URL(page.url()).searchParams.get('next')).toBe('/');
+
+    await page.fill('input[name=token]', 'not-the-token');
+    await page.click('button[type=submit]');
+    await page.waitForSelector('#login-error', WAIT);
+    expect(await context.cookies()).toEqual([]);
+    await shot('login-refused.png');
+
+    await page.fill('input[name=token]', TOKEN);
+    await Promise.all([page.waitForURL(`${base}/`, WAIT), page.click('button[type=submit]')]);
+    expect(await page.textContent('h1')).toBe('Agents');
+    const [cookie] = await context.cookies();
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
+
+    // The API itself still wants the token from anyone without the cookie.
+    expect((await fetch(`${base}/agents`)).status).toBe(401);
+  });
+
+  it('lists an agent with its status, state and progress, filters the list, and links to the agent', async () => {
+    expect((await api('POST', '/agents', { machine: 'agent', id: 'alpha', input: { tasks: ['first task'] } })).status).toBe(201);
+    await page.goto(`${base}/`);
+    const row = 'tr[data-agent="alpha"]';
+    await page.waitForSelector(row, WAIT);
+    // The list refreshes itself: the agent ends up idle with one task done.
+    await page
+      .locator(row)
+      .filter({ has: page.locator('[data-cell=state]', { hasText: /^idle$/ }) })
+      .filter({ has: page.locator('[data-cell=progress]', { hasText: /^1$/ }) })
+      .waitFor(WAIT);
+    expect(await page.textContent(`${row} .badge`)).toBe('active');
+
+    await page.selectOption('#filters select[name=status]', 'done');
+    await page.waitForSelector(row, { ...WAIT, state: 'detached' });
+    await page.selectOption('#filters select[name=status]', 'active');
+    await page.waitForSelector(row, WAIT);
+    await page.fill('#filters input[name=q]', 'no-such-agent');
+    await page.waitForSelector(row, { ...WAIT, state: 'detached' });
+    await page.fill('#filters input[name=q]', 'alp');
+    await page.waitForSelector(row, WAIT);
+    expect(new URL(page.url()).search).toBe('?status=active&q=alp');
+    await shot('agents-list.png');
+
+    await Promise.all([page.waitForURL(`${base}/ui/agents/alpha`, WAIT), page.click(`${row} a`)]);
+    await page.waitForSelector(activeState('idle'), WAIT);
+  });
+
+  it('moves the highlighted state live after a task.add pressed in the page', async () => {
+    await page.goto(`${base}/ui/agents/alpha`);
+    await page.waitForSelector(activeState('idle'), WAIT);
+    expect(await page.isVisible('form[data-event="retry"]')).toBe(false); // idle does not take retry
+
+    await page.fill('form[data-event="task.add"] input[name=task]', SLOW_TASK);
+    await page.click('form[data-event="task.add"] button');
+    // The LLM takes 1.5 s for this task: the SSE stream moves the highlight to callingLLM.requesting...
+    await page.waitForSelector(activeState('callingLLM.requesting'), WAIT);
+    expect(await page.$$eval('svg.chart g.state.active', (gs) => gs.map((g) => g.getAttribute('data-state')))).toEqual([
+      'callingLLM',
+      'callingLLM.requesting',
+    ]);
+    await shot('agent-calling-llm.png');
+    // ...and back to idle once the answer is persisted and the effect ran.
+    await page.waitForSelector(activeState('idle'), WAIT);
+    await progressIs('2');
+    expect(await page.$$eval('svg.chart g.state.active', (gs) => gs.length)).toBe(1);
+    // The action log shows the call with its prompt, answer and attempt.
+    await page.waitForSelector(`#actions tr[data-action=callLlm] >> text=answer: ${SLOW_TASK}`, WAIT);
+  });
+
+  it('shows a picked checkpoint with its state and context, and forks a new agent from it', async () => {
+    await page.goto(`${base}/ui/agents/alpha`);
+    const checkpoints = await api<{ items: { seq: number; state: unknown }[] }>('GET', '/agents/alpha/checkpoints');
+    const persisted = checkpoints.body.items.filter((cp) => cp.state === 'persisted').at(-1)!; // the slow task's answer
+    await page.click(`#checkpoints button[data-seq="${persisted.seq}"]`);
+    await page.waitForSelector('#checkpoint-detail:not([hidden])', WAIT);
+    expect(await page.textContent('#checkpoint-state')).toBe('persisted');
+    const context = JSON.parse((await page.textContent('#checkpoint-context'))!);
+    expect(context).toMatchObject({ answer: `answer: ${SLOW_TASK}`, current: { seq: 2, task: SLOW_TASK }, progress: 1 });
+    await page.waitForSelector('svg.chart g.state.then[data-state="persisted"]', WAIT);
+    await shot('agent-checkpoint.png');
+
+    const callsBefore = fake.callsFor(SLOW_TASK).length;
+    await Promise.all([page.waitForURL((url) => url.pathname.startsWith('/ui/agents/') && !url.pathname.endsWith('/alpha'), WAIT), page.click('#fork')]);
+    const forkId = decodeURIComponent(new URL(page.url()).pathname.split('/').at(-1)!);
+    expect(await page.textContent('#agent-id')).toBe(forkId);
+    // The fork resumes after the persisted answer: the effect runs, the LLM is not asked again.
+    await page.waitForSelector(activeState('idle'), WAIT);
+    await progressIs('2');
+    expect(fake.callsFor(SLOW_TASK)).toHaveLength(callsBefore);
+    expect((await api<AgentView>('GET', `/agents/${encodeURIComponent(forkId)}`)).body).toMatchObject({ state: 'idle', progress: 2 });
+
+    // idle takes `finish`: the fork ends in its final state, and the page says it takes no more events.
+    await page.click('form[data-event="finish"] button');
+    await page.waitForSelector(activeState('done'), WAIT);
+    await page.locator('#status .badge', { hasText: /^done$/ }).waitFor(WAIT);
+    await page.waitForSelector('#no-events:not([hidden])', WAIT);
+    expect(await page.isVisible('form[data-event="task.add"]')).toBe(false);
+    await page.waitForSelector('#stop', { ...WAIT, state: 'detached' });
+  });
+
+  it('retries a failed agent: a permanent 401 parks it in failed, the retry button brings it back once the LLM is fixed', async () => {
+    fake.setFaultPolicy((call) => (call.userContent === DOOMED_TASK ? { kind: 'status', status: 401 } : undefined));
+    // Spawned through the page's own form.
+    await page.goto(`${base}/`);
+    await page.fill('#spawn input[name=id]', 'beta');
+    await page.fill('#spawn textarea[name=input]', JSON.stringify({ tasks: [DOOMED_TASK] }));
+    await Promise.all([page.waitForURL(`${base}/ui/agents/beta`, WAIT), page.click('#spawn button[type=submit]')]);
+
+    await page.waitForSelector(activeState('failed'), WAIT);
+    await page.waitForSelector('form[data-event="retry"]:not([hidden])', WAIT);
+    expect(await page.isVisible('form[data-event="task.skip"]')).toBe(true);
+    expect(await page.textContent('#last-error')).toContain('permanent');
+    await page.waitForSelector('#actions tr[data-action=callLlm] .fail', WAIT);
+    expect(fake.callsFor(DOOMED_TASK)).toHaveLength(1); // a permanent error is not retried by itself
+    await shot('agent-failed.png');
+
+    fake.setFaultPolicy(undefined);
+    await page.click('form[data-event="retry"] button');
+    await page.waitForSelector(activeState('idle'), WAIT);
+    await progressIs('1');
+    await page.waitForSelector('form[data-event="retry"]', { ...WAIT, state: 'hidden' });
+    await page.waitForSelector('#last-error', { ...WAIT, state: 'detached' });
+    expect(fake.callsFor(DOOMED_TASK)).toHaveLength(2);
+    await page.waitForSelector(`#actions tr[data-action=callLlm] >> text=answer: ${DOOMED_TASK}`, WAIT);
+    await shot('agent-retried.png');
+
+    // Stop agent (after a confirm dialog): the agent is stopped for good and takes no more events.
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.click('#stop');
+    await page.locator('#status .badge', { hasText: /^stopped$/ }).waitFor(WAIT);
+    await page.waitForSelector('#no-events:not([hidden])', WAIT);
+    expect((await api<AgentView>('GET', '/agents/beta')).body.status).toBe('stopped');
+
+    // Back on the list: every agent of the journey, the fork included, with its progress.
+    await page.goto(`${base}/`);
+    await page.locator('#agents tbody tr[data-agent]').nth(2).waitFor(WAIT);
+    expect(await page.$$eval('#agents tbody tr[data-agent]', (rows) => rows.map((r) => r.getAttribute('data-agent')))).toHaveLength(3);
+    await page.locator('tr[data-agent="beta"] .badge', { hasText: /^stopped$/ }).waitFor(WAIT);
+    await shot('agents-list-all.png');
+  });
+});
