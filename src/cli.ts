@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Only light modules are imported statically: the signal handlers below are in place before the
 // heavy ones (hono, xstate, openai, better-sqlite3) load, so a SIGTERM at any moment exits 0.
-import { loadConfig, type Config } from './config.js';
+import { DEFAULT_INSPECT_PORT, loadConfig, type Config } from './config.js';
 import { AgentsError } from './errors.js';
 import type { Service } from './main.js';
 import type { Logger } from './observability/logger.js';
@@ -11,8 +11,11 @@ const USAGE = `Usage: durable-agents serve [--port N] [--host H] [--db PATH] [--
                             [--llm-timeout-ms N] [--max-attempts N] [--retry-base-ms N]
                             [--token T] [--lease-ms N] [--synchronous normal|full]
                             [--simulated-fault-rate R] [--passivate-after-ms N]
+                            [--inspect[=PORT]]
        durable-agents paths <machine> [--format text|json] [--depth N]
-Every serve flag also reads its environment variable (see README).`;
+Every serve flag also reads its environment variable (see README).
+--inspect streams every agent to Stately's inspector (a page on http://localhost:PORT/, default
+${DEFAULT_INSPECT_PORT}, that embeds Stately's web app: the browser needs internet).`;
 
 let service: Service | undefined;
 let log: Logger | undefined;

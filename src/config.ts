@@ -19,7 +19,12 @@ export interface Config {
   simulatedFaultRate: number;
   /** Agents resting this long leave memory (0: never). */
   passivateAfterMs: number;
+  /** The Stately inspector's port (`--inspect[=PORT]`); unset: no inspector. */
+  inspect: number | undefined;
 }
+
+/** Stately's own default for its inspector server, so its docs read the same. */
+export const DEFAULT_INSPECT_PORT = 8080;
 
 /** Every flag with its env var and default: the contract's table, in one place. */
 const OPTIONS = {
@@ -38,13 +43,16 @@ const OPTIONS = {
   synchronous: { flag: 'synchronous', env: 'DURABLE_AGENTS_SYNCHRONOUS', type: 'string', default: 'full' },
   simulatedFaultRate: { flag: 'simulated-fault-rate', env: 'SIMULATED_FAULT_RATE', type: 'float', default: 0 },
   passivateAfterMs: { flag: 'passivate-after-ms', env: 'PASSIVATE_AFTER_MS', type: 'int', default: 60_000 },
+  // `--inspect` alone or `=true`: the default port; `=PORT`: that port; env `false`: off.
+  inspect: { flag: 'inspect', env: 'DURABLE_AGENTS_INSPECT', type: 'inspect', default: undefined },
 } as const;
 
 export const CONFIG_OPTIONS = OPTIONS;
 
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Config {
   const { values } = parseArgs({
-    args: [...argv],
+    // Like node's own --inspect[=PORT]: the bare flag takes no value, so "--inspect --port 1" works.
+    args: argv.map((arg) => (arg === '--inspect' ? '--inspect=true' : arg)),
     options: Object.fromEntries(Object.values(OPTIONS).map((o) => [o.flag, { type: 'string' as const }])),
     strict: true,
     allowPositionals: false,
@@ -66,13 +74,25 @@ function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value === '' ? undefined : value;
 }
 
-function convert(raw: string, type: 'int' | 'float' | 'string', flag: string): unknown {
+function convert(raw: string, type: 'int' | 'float' | 'string' | 'inspect', flag: string): unknown {
   // `--token ""` must not silently turn authentication off (nor `--db ""` open a temporary database).
   if (raw === '') throw new InvalidInputError(`--${flag} needs a value.`);
   if (type === 'string') return raw;
+  if (type === 'inspect') return inspectPort(raw);
   const n = Number(raw);
   if (!Number.isFinite(n) || (type === 'int' && !Number.isInteger(n)) || n < 0) {
     throw new InvalidInputError(`--${flag} must be a non-negative ${type === 'int' ? 'integer' : 'number'} (got "${raw}").`);
   }
   return n;
+}
+
+function inspectPort(raw: string): number | undefined {
+  const value = raw.trim().toLowerCase();
+  if (value === 'true') return DEFAULT_INSPECT_PORT;
+  if (value === 'false') return undefined;
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || port < 1 || port > 65_535) {
+    throw new InvalidInputError(`--inspect takes a port from 1 to 65535, as --inspect=PORT (got "${raw}").`);
+  }
+  return port;
 }

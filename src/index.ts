@@ -12,3 +12,7 @@ export { createOpenAiClient } from './llm/openai-client.js';
 export { createSimulatedLlm } from './llm/simulated-client.js';
 export * from './errors.js';
 export type { AgentView } from './runtime/views.js';
+export type { RuntimeObserver } from './runtime/observer.js';
+export { combineObservers } from './observability/combine-observers.js';
+export { createTracingObserver } from './observability/tracing.js';
+export { toStatelyCode } from './observability/stately-code.js';

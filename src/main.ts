@@ -5,6 +5,7 @@ import type { LlmClient } from './llm/client.js';
 import { createOpenAiClient } from './llm/openai-client.js';
 import { createSimulatedLlm } from './llm/simulated-client.js';
 import { createLogger, type Logger } from './observability/logger.js';
+import { startObservability } from './observability/service-observability.js';
 import { openSqliteStore } from './persistence/sqlite/sqlite-store.js';
 import { agentDefinition } from './runtime/agent-definition.js';
 import { createRuntime, type Runtime } from './runtime/runtime.js';
@@ -20,17 +21,23 @@ export interface Service {
 /** How long shutdown waits for in-flight requests before cutting their connections. */
 const SHUTDOWN_GRACE_MS = 5_000;
 
-/** The composition root: open the store, pick the LLM, recover agents, serve HTTP. */
-export async function main(config: Config, log: Logger = createLogger()): Promise<Service> {
+/**
+ * The composition root: open the store, pick the LLM, set up metrics, traces (when OTEL_* asks) and
+ * the inspector (with --inspect), recover agents, serve HTTP.
+ */
+export async function main(config: Config, log: Logger = createLogger(), env: NodeJS.ProcessEnv = process.env): Promise<Service> {
   if (config.databaseUrl) {
     throw new InvalidInputError('--database-url (the Postgres store) is not available in this build yet; use --db for SQLite.');
   }
   const llm = chooseLlm(config, log);
   const store = await openSqliteStore(config.db, { synchronous: config.synchronous });
   log.info({ store: store.kind, location: store.location, synchronous: config.synchronous }, 'store open');
+  const observability = await startObservability({ inspectPort: config.inspect, env, log });
   const runtime = await createRuntime({
     store,
     logger: log,
+    observer: observability.observer,
+    ...(observability.inspect ? { inspect: observability.inspect } : {}),
     ...(config.passivateAfterMs > 0 ? { passivateAfterMs: config.passivateAfterMs } : {}),
     machines: [
       agentDefinition({
@@ -45,12 +52,13 @@ export async function main(config: Config, log: Logger = createLogger()): Promis
     ],
   });
   const shutdown = new AbortController();
-  const app = createServer({ runtime, token: config.token, logger: log, shutdown: shutdown.signal });
+  const app = createServer({ runtime, token: config.token, logger: log, shutdown: shutdown.signal, metrics: observability.metrics });
   let listening: { server: ServerType; url: string };
   try {
     listening = await listen(app.fetch, config);
   } catch (err) {
     await runtime.close();
+    await observability.close();
     throw err;
   }
   const { server, url } = listening;
@@ -58,6 +66,7 @@ export async function main(config: Config, log: Logger = createLogger()): Promis
     { url, store: store.kind, location: store.location, llm: llm.description, auth: config.token ? 'bearer token' : 'none' },
     `durable-agents listening on ${url} (store: ${store.kind} ${store.location}; LLM: ${llm.description})`,
   );
+  observability.announce();
 
   let closing: Promise<void> | undefined;
   return {
@@ -75,6 +84,7 @@ export async function main(config: Config, log: Logger = createLogger()): Promis
         await closed;
         clearTimeout(cut);
         await runtime.close();
+        await observability.close();
       })()),
   };
 }

@@ -4,6 +4,8 @@ import { CorruptStateError, NotFoundError } from './errors.js';
 import { streamAgentViews } from './http/agent-stream.js';
 import { bearerAuth } from './http/auth.js';
 import { createDashboard, DASHBOARD_AUTH } from './http/dashboard/index.js';
+import { mountStatelyRoute } from './http/stately-route.js';
+import { httpTracing } from './http/tracing.js';
 import type { AppEnv } from './http/env.js';
 import { createErrorHandler, onNotFound } from './http/error-handler.js';
 import { truncate } from './http/errors.js';
@@ -62,7 +64,7 @@ export function createServer({
   metrics.observeRuntime(runtime);
   app.onError(createErrorHandler(logger));
   app.notFound(onNotFound);
-  app.use(requestId(), requestLogger(logger, metrics));
+  app.use(httpTracing(), requestId(), requestLogger(logger, metrics));
   if (token) app.use(bearerAuth(token, DASHBOARD_AUTH));
   app.on('POST', ['/agents', '/agents/:id/events', '/agents/:id/fork'], ...jsonBody({ maxBytes: bodyLimit }));
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
@@ -90,6 +92,8 @@ export function createServer({
     const definition = machine.machine.toJSON() as unknown as Record<string, unknown>;
     return c.json({ name: machine.name, version: machine.version, definition }, 200);
   });
+
+  mountStatelyRoute(app, runtime);
 
   app.openapi(routes.spawnRoute, async (c) => {
     const { machine, id } = c.req.valid('json');

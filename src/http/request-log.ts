@@ -31,12 +31,13 @@ export function requestLogger(log: Logger, metrics?: HttpMetrics): MiddlewareHan
 }
 
 /** The route pattern that answered (`/agents/:id`), never the raw path: metrics labels must stay few. */
-function routeOf(c: Context): string {
+export function routeOf(c: Context): string {
   const route = matchedRoutes(c).findLast((r) => r.method !== 'ALL');
   return route?.path ?? 'unmatched';
 }
 
-function agentIdOf(path: string): string | undefined {
+/** The agent id of an `/agents/:id/...` path, when it is a valid one. */
+export function agentIdOf(path: string): string | undefined {
   const match = /^\/agents\/([^/]+)/.exec(path);
   if (!match) return undefined;
   try {

@@ -19,6 +19,7 @@ import {
   MachineListSchema,
   MachineParamsSchema,
   SpawnBodySchema,
+  StatelyCodeSchema,
 } from './schemas.js';
 
 const ERROR_TEXT = {
@@ -75,6 +76,18 @@ export const getMachineRoute = createRoute({
   summary: "A machine's definition (`machine.toJSON()`), importable into Stately tools",
   request: { params: MachineParamsSchema },
   responses: { 200: json(MachineDetailSchema, 'The machine'), ...errors(404) },
+});
+
+export const getMachineStatelyRoute = createRoute({
+  method: 'get',
+  path: '/machines/{name}/stately',
+  tags: ['machines'],
+  summary: "The machine as code for Stately's editor: paste it into Import from code",
+  request: { params: MachineParamsSchema },
+  responses: {
+    200: { description: '`createMachine({...})` as JavaScript text', content: { 'text/plain': { schema: StatelyCodeSchema } } },
+    ...errors(404),
+  },
 });
 
 export const spawnRoute = createRoute({

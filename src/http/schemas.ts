@@ -78,6 +78,13 @@ export const MachineDetailSchema = z
   })
   .openapi('Machine');
 
+export const StatelyCodeSchema = z.string().openapi('StatelyCode', {
+  description:
+    "`createMachine({...})` with the machine's config as JSON, for Stately's editor (Import from code). " +
+    'Actions, guards and actors appear by name; data mappers (context factory, invoke input, params) are left out; secrets are redacted.',
+  example: 'createMachine({\n  "id": "agent",\n  "initial": "idle",\n  "states": { "idle": {} }\n})\n',
+});
+
 export const MachineParamsSchema = z.object({
   name: z.string().openapi({ param: { name: 'name', in: 'path' }, example: 'agent' }),
 });

@@ -1,5 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { AGENT_STATUSES } from '../persistence/store.js';
+import type { RuntimeObserver } from '../runtime/observer.js';
+import { createRuntimeMetrics } from './runtime-metrics.js';
 
 /** What the HTTP layer reports. */
 export interface HttpMetrics {
@@ -10,6 +12,8 @@ export interface Metrics extends HttpMetrics {
   readonly registry: Registry;
   readonly agentsSpawned: Counter<'machine'>;
   readonly eventsAccepted: Counter<'type'>;
+  /** Pass to `createRuntime({ observer })`: transitions, commits, LLM calls, effects, failures. */
+  readonly observer: RuntimeObserver;
   /** Adds the gauges read from the runtime at each scrape (agents by status, live agents, inbox depth). Once per registry. */
   observeRuntime(runtime: ObservedRuntime): void;
   /** The Prometheus text exposition. */
@@ -19,12 +23,13 @@ export interface Metrics extends HttpMetrics {
 
 /** The part of `Runtime` the gauges read, once per scrape. */
 export interface ObservedRuntime {
-  stats(): Promise<{ agentsByStatus: Record<string, number>; inboxDepth: number; live: number }>;
+  stats(): Promise<{ agentsByStatus: Record<string, number>; liveByState?: Record<string, number>; inboxDepth: number; live: number }>;
 }
 
 /**
  * A registry of its own (never prom-client's global one, so tests can build many servers) with
- * the default process metrics and the first runtime metrics. Names start with `durable_agents_`.
+ * the default process metrics, the HTTP metrics, the gauges read from the runtime at each scrape,
+ * and the counters fed by the runtime observer (runtime-metrics.ts). Names start with `durable_agents_`.
  */
 export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: boolean } = {}): Metrics {
   const registry = new Registry();
@@ -62,6 +67,7 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
     registry,
     agentsSpawned,
     eventsAccepted,
+    observer: createRuntimeMetrics(registry),
     contentType: registry.contentType,
     observeRequest(method, route, status, seconds) {
       httpRequests.inc({ method, route, status: String(status) });
@@ -80,10 +86,21 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
         help: 'Events accepted (202) but not yet consumed by their agent',
         registers: [registry],
       });
+      const liveByState = new Gauge({
+        name: 'durable_agents_live_agents_by_state',
+        help: 'Agents running in this process, by top-level state of their last committed checkpoint',
+        labelNames: ['state'] as const,
+        registers: [registry],
+      });
+      const seenStates = new Set<string>();
       refresh = async () => {
         const stats = await runtime.stats();
         for (const status of AGENT_STATUSES) agents.set({ status }, stats.agentsByStatus[status] ?? 0);
         live.set(stats.live);
+        // A state no agent is in any more must read 0, not keep its last count.
+        const byState = stats.liveByState ?? {};
+        for (const state of Object.keys(byState)) seenStates.add(state);
+        for (const state of seenStates) liveByState.set({ state }, byState[state] ?? 0);
         inbox.set(stats.inboxDepth);
       };
     },

@@ -1,4 +1,4 @@
-import type { Actor, AnyActorRef, AnyEventObject, AnyMachineSnapshot, AnyStateMachine } from 'xstate';
+import type { Actor, AnyActorRef, AnyEventObject, AnyMachineSnapshot, AnyStateMachine, InspectionEvent } from 'xstate';
 import { serializeError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { ActionWrite, CheckpointBody, EventRecord, Write } from '../persistence/store.js';
@@ -12,6 +12,8 @@ export interface HostOwner {
   committed(host: AgentHost, checkpoint: CommittedCheckpoint): void;
   failed(host: AgentHost, reason: 'commit' | 'actor', err: unknown): void;
   readonly log: Logger;
+  /** XState's inspection observer for every agent actor (and the actors it invokes). */
+  readonly inspect?: ((event: InspectionEvent) => void) | undefined;
 }
 
 export interface CommittedCheckpoint {
@@ -58,10 +60,13 @@ export class AgentHost implements TransitionSink {
   ) {
     this.seq = from.kind === 'restore' ? from.seq : 0;
     this.delivered = inboxPosition;
+    const inspect = owner.inspect ? { inspect: owner.inspect } : {};
     this.actor = createDurableActor(
       machine.durable,
       this,
-      from.kind === 'restore' ? { id: agentId, snapshot: from.snapshot as never } : { id: agentId, input: from.input as never },
+      from.kind === 'restore'
+        ? { id: agentId, snapshot: from.snapshot as never, ...inspect }
+        : { id: agentId, input: from.input as never, ...inspect },
     );
   }
 

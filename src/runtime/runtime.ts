@@ -1,4 +1,4 @@
-import type { AnyMachineSnapshot } from 'xstate';
+import type { AnyMachineSnapshot, InspectionEvent } from 'xstate';
 import { ConflictError, CorruptStateError, InvalidEventError, InvalidInputError, NotFoundError, serializeError } from '../errors.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
 import type { AgentQuery, AgentRecord, CheckpointRecord, InboxEvent, Page, Store, Write } from '../persistence/store.js';
@@ -25,6 +25,8 @@ export interface RuntimeOptions {
   passivateAfterMs?: number;
   /** Metrics and traces hook in here. */
   observer?: RuntimeObserver;
+  /** XState's `inspect` option for every agent actor, e.g. a Stately inspector's (see observability/inspector.ts). */
+  inspect?: (event: InspectionEvent) => void;
 }
 
 export type ViewListener = (view: AgentView) => void;
@@ -45,6 +47,7 @@ export class Runtime implements HostOwner {
   readonly store: Store;
   readonly log: Logger;
   readonly machines: ReadonlyMap<string, RegisteredMachine>;
+  readonly inspect: ((event: InspectionEvent) => void) | undefined;
   private readonly committer: GroupCommitter;
   private readonly live = new Map<string, AgentHost>();
   private readonly listeners = new Map<string, Set<ViewListener>>();
@@ -60,6 +63,9 @@ export class Runtime implements HostOwner {
     this.machines = new Map(options.machines.map((def) => [def.name, registerMachine(def)]));
     this.committer = new GroupCommitter(options.store);
     this.observer = options.observer ?? {};
+    const inspect = options.inspect;
+    // XState calls it inside the agent's transition: a throw there would put the agent in error.
+    this.inspect = inspect && ((event) => this.observe('inspect', () => inspect(event)));
     this.committer.onBatch = (size, ms) => this.observe('batchCommitted', () => this.observer.batchCommitted?.({ size, ms }));
     this.reloadDelayMs = options.reloadDelayMs ?? 1000;
     this.passivateAfterMs = options.passivateAfterMs;

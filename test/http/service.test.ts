@@ -66,6 +66,7 @@ describe('GET /openapi.json', () => {
         'GET /healthz',
         'GET /machines',
         'GET /machines/{name}',
+        'GET /machines/{name}/stately',
         'POST /agents',
         'GET /agents',
         'GET /agents/{id}',

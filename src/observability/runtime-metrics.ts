@@ -1,0 +1,119 @@
+import { Counter, Histogram, type Registry } from 'prom-client';
+import type { RuntimeObserver } from '../runtime/observer.js';
+import { EFFECT_ACTION, LLM_ACTION, readAction, topLevelState, type Outcome } from './action-outcome.js';
+
+const OUTCOMES: readonly Outcome[] = ['ok', 'transient', 'permanent'];
+const FAILURE_REASONS = ['actor', 'commit', 'corrupt'] as const;
+/** LLM calls and webhooks take from milliseconds to minutes. */
+const CALL_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+/** A group commit takes well under a millisecond to tens of milliseconds (fsync). */
+const COMMIT_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+
+/**
+ * The metrics the runtime reports through its observer, registered on `registry`. Each callback
+ * only increments: the observer is called synchronously after each commit, on the agents' path.
+ */
+export function createRuntimeMetrics(registry: Registry): RuntimeObserver {
+  const registers = [registry];
+  const transitions = new Counter({
+    name: 'durable_agents_transitions_total',
+    help: 'Committed transitions, by machine, event type and the top-level state they led to',
+    labelNames: ['machine', 'event', 'state'] as const,
+    registers,
+  });
+  const checkpointLatency = new Histogram({
+    name: 'durable_agents_checkpoint_latency_seconds',
+    help: 'From a transition to its checkpoint being committed (queueing for the group commit included)',
+    buckets: COMMIT_BUCKETS,
+    registers,
+  });
+  const commitSeconds = new Histogram({
+    name: 'durable_agents_checkpoint_commit_seconds',
+    help: 'Duration of one group commit (one transaction holding checkpoints and the inbox, effect and status writes queued with them)',
+    buckets: COMMIT_BUCKETS,
+    registers,
+  });
+  const commitBatchSize = new Histogram({
+    name: 'durable_agents_checkpoint_commit_batch_size',
+    help: 'Writes per group commit',
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
+    registers,
+  });
+  const llmCalls = new Counter({
+    name: 'durable_agents_llm_calls_total',
+    help: 'LLM calls (callLlm) that ended, by outcome: ok, transient (retried while attempts remain) or permanent',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const llmSeconds = new Histogram({
+    name: 'durable_agents_llm_call_duration_seconds',
+    help: 'LLM call latency by outcome (calls that started before a restart have none)',
+    labelNames: ['outcome'] as const,
+    buckets: CALL_BUCKETS,
+    registers,
+  });
+  const effects = new Counter({
+    name: 'durable_agents_effects_total',
+    help: 'Side effects (runSideEffect) that ended, by outcome: ok, transient or permanent',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const effectSeconds = new Histogram({
+    name: 'durable_agents_effect_duration_seconds',
+    help: 'Side effect latency by outcome',
+    labelNames: ['outcome'] as const,
+    buckets: CALL_BUCKETS,
+    registers,
+  });
+  const retries = new Counter({
+    name: 'durable_agents_retries_total',
+    help: 'Calls that failed transiently, which the chart retries after a backoff while attempts remain, by action',
+    labelNames: ['action'] as const,
+    registers,
+  });
+  const actionRows = new Counter({
+    name: 'durable_agents_action_log_rows_total',
+    help: 'Rows written to the action log (one per logged invoked call that ended), by machine and action',
+    labelNames: ['machine', 'action'] as const,
+    registers,
+  });
+  const failures = new Counter({
+    name: 'durable_agents_agent_failures_total',
+    help: 'Agents put in status error or reloaded, by reason: actor (threw inside its chart), commit (checkpoint not committed), corrupt (stored state unusable)',
+    labelNames: ['reason'] as const,
+    registers,
+  });
+
+  // Known label values start at 0, so a rate() or an alert sees the series before the first event.
+  for (const outcome of OUTCOMES) {
+    llmCalls.inc({ outcome }, 0);
+    effects.inc({ outcome }, 0);
+    llmSeconds.zero({ outcome });
+    effectSeconds.zero({ outcome });
+  }
+  for (const action of [LLM_ACTION, EFFECT_ACTION]) retries.inc({ action }, 0);
+  for (const reason of FAILURE_REASONS) failures.inc({ reason }, 0);
+
+  return {
+    transitionCommitted(event) {
+      transitions.inc({ machine: event.machine, event: event.eventType, state: topLevelState(event.state) });
+      checkpointLatency.observe(Math.max(0, Date.now() - event.at) / 1000);
+      const { action } = event;
+      if (!action) return;
+      actionRows.inc({ machine: event.machine, action: action.action });
+      const reading = readAction(action);
+      if (reading.outcome === 'transient') retries.inc({ action: action.action });
+      const [count, latency] =
+        action.action === LLM_ACTION ? [llmCalls, llmSeconds] : action.action === EFFECT_ACTION ? [effects, effectSeconds] : [];
+      count?.inc({ outcome: reading.outcome });
+      if (reading.ms !== undefined) latency?.observe({ outcome: reading.outcome }, reading.ms / 1000);
+    },
+    batchCommitted({ size, ms }) {
+      commitSeconds.observe(ms / 1000);
+      commitBatchSize.observe(size);
+    },
+    agentFailed({ reason }) {
+      failures.inc({ reason });
+    },
+  };
+}
