@@ -136,6 +136,10 @@ export interface EffectRecord {
   createdAt: string;
 }
 
+export interface HistoryOptions {
+  newest?: number;
+}
+
 export interface AgentQuery {
   machine?: string;
   status?: AgentStatus;
@@ -177,9 +181,11 @@ export interface Store {
   /** Group commit: every write in one transaction, in order; throws (and writes nothing) on a storage error. */
   commit(writes: readonly Write[]): Promise<WriteResult[]>;
 
-  listCheckpoints(agentId: string): Promise<CheckpointSummary[]>;
+  /** Oldest first; with `newest: n`, only the last n (still oldest first): long-lived agents have long histories. */
+  listCheckpoints(agentId: string, options?: HistoryOptions): Promise<CheckpointSummary[]>;
   getCheckpoint(agentId: string, seq: number): Promise<CheckpointRecord | undefined>;
-  listActions(agentId: string): Promise<ActionRecord[]>;
+  /** Oldest first; `newest` as for checkpoints. */
+  listActions(agentId: string, options?: HistoryOptions): Promise<ActionRecord[]>;
   findEffect(idempotencyKey: string): Promise<EffectRecord | undefined>;
 
   /**

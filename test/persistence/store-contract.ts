@@ -100,6 +100,18 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       await store.close();
     });
 
+    it('reads only the newest checkpoints and actions when asked, still oldest first', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      const act = [{ action: 'callLlm', payload: null, result: null }];
+      await store.commit([checkpoint('a1', 1), checkpoint('a1', 2, { actions: act }), checkpoint('a1', 3), checkpoint('a1', 4, { actions: act })]);
+      expect((await store.listCheckpoints('a1', { newest: 2 })).map((c) => c.seq)).toEqual([3, 4]);
+      expect((await store.listCheckpoints('a1', { newest: 10 })).map((c) => c.seq)).toEqual([1, 2, 3, 4]);
+      expect((await store.listActions('a1', { newest: 1 })).map((a) => a.seq)).toEqual([4]);
+      expect((await store.listActions('a1')).map((a) => a.seq)).toEqual([2, 4]);
+      await store.close();
+    });
+
     it('applies a whole batch or nothing of it', async () => {
       const store = await open();
       await store.createAgent(newAgent('a1'));

@@ -136,6 +136,7 @@ export const AgentPage: FC<AgentPageProps> = (props) => {
   const { view, record, diagram, events, accepted, checkpoints, actions, auth, now } = props;
   const lastError = pick(view.context, 'lastError');
   const shownCheckpoints = checkpoints.slice(-MAX_CHECKPOINTS_SHOWN).reverse();
+  const totalCheckpoints = Math.max(record.lastSeq, checkpoints.length);
   const shownActions = actions.slice(-MAX_ACTIONS_SHOWN).reverse();
   return (
     <Layout
@@ -186,7 +187,7 @@ export const AgentPage: FC<AgentPageProps> = (props) => {
             </div>
             <div>
               <span>Checkpoints</span>
-              <span>{checkpoints.length}</span>
+              <span>{totalCheckpoints}</span>
             </div>
           </div>
           {lastError && typeof lastError === 'object' ? (
@@ -257,9 +258,9 @@ export const AgentPage: FC<AgentPageProps> = (props) => {
                 </span>
               </button>
             ))}
-            {checkpoints.length > shownCheckpoints.length ? (
+            {totalCheckpoints > shownCheckpoints.length ? (
               <p class="small muted" style="padding: 6px 10px">
-                {checkpoints.length - shownCheckpoints.length} older checkpoints are not shown (GET /agents/{view.id}/checkpoints lists them all).
+                {totalCheckpoints - shownCheckpoints.length} older checkpoints are not shown (GET /agents/{view.id}/checkpoints lists them all).
               </p>
             ) : null}
           </div>

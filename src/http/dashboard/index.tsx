@@ -18,7 +18,7 @@ import type { RegisteredMachine } from '../../runtime/machine-definition.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import { tokenChecker, type BearerAuthOptions } from '../auth.js';
 import type { AppEnv } from '../env.js';
-import { AgentPage, type EventField } from './agent-page.js';
+import { AgentPage, MAX_ACTIONS_SHOWN, MAX_CHECKPOINTS_SHOWN, type EventField } from './agent-page.js';
 import { AgentsPage, type AgentFilters } from './agents-page.js';
 import { CLIENT_SCRIPT } from './client.js';
 import { CLIENT_SCRIPT_PATH, Layout } from './layout.js';
@@ -91,8 +91,9 @@ export function createDashboard({ runtime, token }: DashboardOptions) {
     const [view, accepted, checkpoints, actions] = await Promise.all([
       runtime.view(id),
       runtime.acceptedEvents(id),
-      runtime.store.listCheckpoints(id),
-      runtime.store.listActions(id),
+      // Only what the page shows: a long-lived agent's whole history would be read at every update.
+      runtime.store.listCheckpoints(id, { newest: MAX_CHECKPOINTS_SHOWN }),
+      runtime.store.listActions(id, { newest: MAX_ACTIONS_SHOWN }),
     ]);
     const machine = runtime.machines.get(view.machine);
     const diagram = machine ? await diagramFor(machine, c.get('log')) : undefined;

@@ -7,6 +7,7 @@ import type {
   CheckpointSummary,
   EffectRecord,
   EventRecord,
+  HistoryOptions,
   InboxEvent,
   NewAgent,
   Page,
@@ -153,8 +154,8 @@ export class MemoryStore implements Store {
     }
   }
 
-  async listCheckpoints(agentId: string): Promise<CheckpointSummary[]> {
-    return (this.agents.get(agentId)?.checkpoints ?? []).map(({ seq, eventType, state, status, progress, createdAt }) => ({
+  async listCheckpoints(agentId: string, options: HistoryOptions = {}): Promise<CheckpointSummary[]> {
+    return newest(this.agents.get(agentId)?.checkpoints ?? [], options).map(({ seq, eventType, state, status, progress, createdAt }) => ({
       seq, eventType, state: copy(state), status, progress, createdAt,
     }));
   }
@@ -164,8 +165,8 @@ export class MemoryStore implements Store {
     return found && { ...found, state: copy(found.state) };
   }
 
-  async listActions(agentId: string): Promise<ActionRecord[]> {
-    return (this.agents.get(agentId)?.actions ?? []).map((a) => copy(a));
+  async listActions(agentId: string, options: HistoryOptions = {}): Promise<ActionRecord[]> {
+    return newest(this.agents.get(agentId)?.actions ?? [], options).map((a) => copy(a));
   }
 
   async findEffect(idempotencyKey: string) {
@@ -191,6 +192,10 @@ export class MemoryStore implements Store {
   }
 
   async close(): Promise<void> {}
+}
+
+function newest<T>(rows: readonly T[], options: HistoryOptions): readonly T[] {
+  return options.newest === undefined ? rows : options.newest === 0 ? [] : rows.slice(-options.newest);
 }
 
 function copy<T>(value: T): T {

@@ -12,6 +12,7 @@ import type {
   CheckpointSummary,
   EffectRecord,
   EventRecord,
+  HistoryOptions,
   InboxEvent,
   NewAgent,
   Page,
@@ -115,8 +116,12 @@ export class SqliteStore implements Store {
       checkpoints: q(
         'select seq, event_type, state, status, progress, created_at from checkpoints where agent_id = ? order by seq',
       ),
+      newestCheckpoints: q(
+        'select seq, event_type, state, status, progress, created_at from checkpoints where agent_id = ? order by seq desc limit ?',
+      ),
       checkpoint: q('select * from checkpoints where agent_id = ? and seq = ?'),
       actions: q('select seq, action, payload, result, created_at from actions where agent_id = ? order by seq'),
+      newestActions: q('select seq, action, payload, result, created_at from actions where agent_id = ? order by seq desc limit ?'),
       effect: q('select * from effects where idempotency_key = ?'),
       active: q(
         `select a.*, c.seq as c_seq, c.machine_version as c_machine_version, c.event_type as c_event_type,
@@ -255,8 +260,13 @@ export class SqliteStore implements Store {
     return writes.length > 0 ? this.commitBatch(writes) : [];
   }
 
-  async listCheckpoints(agentId: string): Promise<CheckpointSummary[]> {
-    return (this.sql.checkpoints.all(agentId) as Omit<CheckpointRow, 'agent_id' | 'machine_version' | 'snapshot'>[]).map(
+  async listCheckpoints(agentId: string, options: HistoryOptions = {}): Promise<CheckpointSummary[]> {
+    const rows = (
+      options.newest === undefined
+        ? this.sql.checkpoints.all(agentId)
+        : this.sql.newestCheckpoints.all(agentId, options.newest).reverse()
+    ) as Omit<CheckpointRow, 'agent_id' | 'machine_version' | 'snapshot'>[];
+    return rows.map(
       (r) => ({
         seq: r.seq,
         eventType: r.event_type,
@@ -273,10 +283,11 @@ export class SqliteStore implements Store {
     return row && toCheckpoint(row);
   }
 
-  async listActions(agentId: string): Promise<ActionRecord[]> {
-    return (
-      this.sql.actions.all(agentId) as { seq: number; action: string; payload: string | null; result: string | null; created_at: string }[]
-    ).map((r) => ({
+  async listActions(agentId: string, options: HistoryOptions = {}): Promise<ActionRecord[]> {
+    const rows = (
+      options.newest === undefined ? this.sql.actions.all(agentId) : this.sql.newestActions.all(agentId, options.newest).reverse()
+    ) as { seq: number; action: string; payload: string | null; result: string | null; created_at: string }[];
+    return rows.map((r) => ({
       seq: r.seq,
       action: r.action,
       payload: parseOr(r.payload, null),
