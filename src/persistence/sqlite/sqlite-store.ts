@@ -341,41 +341,30 @@ export class SqliteStore implements Store {
 }
 
 function toAgent(r: AgentRow): AgentRecord {
-  // JSON columns are parsed on first read: recovery of 10k agents reads few of them.
-  let state: unknown, input: unknown, error: SerializedError | null | undefined;
   return {
     id: r.id,
     machine: r.machine,
     machineVersion: r.machine_version,
     status: r.status,
-    get state() {
-      return (state ??= r.state === null ? null : parseOr(r.state, null));
-    },
+    state: r.state === null ? null : parseOr(r.state, null),
     progress: r.progress,
-    get input() {
-      return (input ??= parseOr(r.input, {}));
-    },
+    input: parseOr(r.input, {}),
     lastSeq: r.last_seq,
     inboxPosition: r.inbox_position,
     eventSeq: r.event_seq,
-    get error() {
-      return (error ??= r.error === null ? null : (parseOr(r.error, null) as SerializedError | null));
-    },
+    error: r.error === null ? null : (parseOr(r.error, null) as SerializedError | null),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
 }
 
 function toCheckpoint(r: CheckpointRow): CheckpointRecord {
-  let state: unknown;
   return {
     agentId: r.agent_id,
     seq: r.seq,
     machineVersion: r.machine_version,
     eventType: r.event_type,
-    get state() {
-      return (state ??= parseOr(r.state, null));
-    },
+    state: parseOr(r.state, null),
     status: r.status,
     progress: r.progress,
     snapshot: r.snapshot,
