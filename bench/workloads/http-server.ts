@@ -1,7 +1,7 @@
 /**
  * The server side of the `http` workload, in its own process so the load generator does not share
  * its event loop. `durable`: the real API over SQLite; `bare`: a Hono route answering 202 without
- * storing anything, on the same HTTP server stack.
+ * storing anything, on the same HTTP server stack; `api`: our API with the runtime's send stubbed.
  */
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
@@ -22,12 +22,15 @@ const counter = setup({ types: { context: {} as { pings: number }, events: {} as
 
 const mode = process.argv[2];
 let fetch: (request: Request) => Response | Promise<Response>;
-if (mode === 'durable') {
+if (mode === 'durable' || mode === 'api') {
   const runtime = await createRuntime({
     store: await openSqliteStore(tempFile(), { synchronous: process.argv[3] === 'full' ? 'full' : 'normal' }),
     machines: [{ name: 'counter', machine: counter }],
   });
   for (let i = 0; i < AGENTS; i++) await runtime.spawn('counter', { id: `agent-${i}` });
+  // `api`: the same API stack (validation, logging, metrics, tracing) with nothing stored, to tell
+  // what the HTTP layer costs from what durability costs.
+  if (mode === 'api') runtime.send = async () => ({ seq: 1, duplicate: false });
   fetch = createServer({ runtime }).fetch;
 } else {
   const bare = new Hono();

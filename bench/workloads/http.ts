@@ -11,7 +11,7 @@ import { median, report, round } from '../lib.js';
 const DURATION_S = Number(process.env.HTTP_DURATION_S ?? 5);
 const AGENTS = 100;
 
-async function startServer(mode: 'durable' | 'bare'): Promise<{ child: ChildProcess; port: number }> {
+async function startServer(mode: 'durable' | 'bare' | 'api'): Promise<{ child: ChildProcess; port: number }> {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'http-server.ts'), mode], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, LOG_LEVEL: 'silent' },
@@ -41,23 +41,25 @@ async function load(port: number): Promise<{ rps: number; non2xx: number; p99: n
   return { rps: result.requests.average, non2xx: result.non2xx, p99: result.latency.p99 };
 }
 
-const durable: number[] = [];
-const bare: number[] = [];
+const rps = { bare: [] as number[], api: [] as number[], durable: [] as number[] };
 let errors = 0;
 let p99 = 0;
 for (let run = 0; run < 3; run++) {
-  for (const mode of ['bare', 'durable'] as const) {
+  for (const mode of ['bare', 'api', 'durable'] as const) {
     const server = await startServer(mode);
     const figures = await load(server.port);
     server.child.kill('SIGKILL');
-    (mode === 'durable' ? durable : bare).push(figures.rps);
+    rps[mode].push(figures.rps);
     if (mode === 'durable') (errors += figures.non2xx), (p99 = Math.max(p99, figures.p99));
   }
 }
 report({
-  ratio: round(median(durable) / median(bare)),
-  durableRps: Math.round(median(durable)),
-  bareRps: Math.round(median(bare)),
+  ratio: round(median(rps.durable) / median(rps.bare)),
+  durableRps: Math.round(median(rps.durable)),
+  bareRps: Math.round(median(rps.bare)),
+  // The same API stack with nothing stored: what durability itself costs, HTTP layer aside.
+  apiNoStoreRps: Math.round(median(rps.api)),
+  durabilityRatio: round(median(rps.durable) / median(rps.api)),
   durableP99Ms: p99,
   non2xx: errors,
 });
