@@ -38,7 +38,8 @@ class Worker {
   private readonly child: ChildProcess;
 
   constructor(db: string, llmUrl: string, commitDelayMs: number) {
-    const args = [WORKER, db, llmUrl, 'normal', String(commitDelayMs)];
+    // The shipped default: synchronous=FULL with group commit.
+    const args = [WORKER, db, llmUrl, 'full', String(commitDelayMs)];
     this.child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', ...args], {
       stdio: ['pipe', 'pipe', 'pipe'],
       env: { ...process.env, LOG_LEVEL: 'silent' },
