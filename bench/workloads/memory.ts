@@ -56,15 +56,16 @@ if (phase === 'live') {
   await runtime.close();
   const db = new Database(file);
   const copyAgent = db.prepare(
-    `insert into agents (id, machine, machine_version, status, state, progress, input, last_seq, inbox_position, event_seq, error, created_at, updated_at, resting)
-     select ?, machine, machine_version, status, state, progress, input, last_seq, inbox_position, event_seq, error, created_at, updated_at, resting from agents where id = 'template'`,
+    `insert into agents (id, machine, machine_version, status, state, progress, last_seq, inbox_position, event_seq, error, created_at, updated_at, resting)
+     select ?, machine, machine_version, status, state, progress, last_seq, inbox_position, event_seq, error, created_at, updated_at, resting from agents where id = 'template'`,
   );
+  const copyInput = db.prepare(`insert into agent_inputs (agent_id, input) select ?, input from agent_inputs where agent_id = 'template'`);
   const copyCheckpoint = db.prepare(
     `insert into checkpoints (agent_id, seq, machine_version, event_type, state, status, progress, snapshot, created_at)
      select ?, seq, machine_version, event_type, state, status, progress, snapshot, created_at from checkpoints where agent_id = 'template'`,
   );
   db.transaction(() => {
-    for (let i = 0; i < agents; i++) (copyAgent.run(`idle-${i}`), copyCheckpoint.run(`idle-${i}`));
+    for (let i = 0; i < agents; i++) (copyAgent.run(`idle-${i}`), copyInput.run(`idle-${i}`), copyCheckpoint.run(`idle-${i}`));
   })();
   db.close();
 

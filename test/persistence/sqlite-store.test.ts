@@ -18,7 +18,7 @@ describe('SQLite store files', () => {
     expect(fs.existsSync(file)).toBe(true);
     const db = new Database(file, { readonly: true });
     const tables = (db.prepare(`select name from sqlite_master where type = 'table' order by name`).all() as { name: string }[]).map((t) => t.name);
-    expect(tables).toEqual(['actions', 'agents', 'checkpoints', 'effects', 'events', 'schema_migrations']);
+    expect(tables).toEqual(['actions', 'agent_inputs', 'agents', 'checkpoints', 'effects', 'events', 'schema_migrations']);
     expect(db.prepare('select id, name from schema_migrations').all()).toEqual(migrations.map(({ id, name }) => ({ id, name })));
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
     db.close();
@@ -33,6 +33,25 @@ describe('SQLite store files', () => {
     expect(await second.getAgent('a1')).toMatchObject({ id: 'a1' });
     expect((second.db.prepare('select count(*) as n from schema_migrations').get() as { n: number }).n).toBe(migrations.length);
     await second.close();
+  });
+
+  it('upgrades a file written by an earlier schema version and keeps its agents whole', async () => {
+    const file = tempDbFile();
+    const db = new Database(file);
+    db.exec('create table schema_migrations (id integer primary key, name text not null, applied_at text not null)');
+    for (const m of migrations.filter((m) => m.id <= 2)) {
+      db.exec(m.sql);
+      db.prepare('insert into schema_migrations (id, name, applied_at) values (?, ?, ?)').run(m.id, m.name, new Date().toISOString());
+    }
+    db.prepare(
+      `insert into agents (id, machine, machine_version, status, state, progress, input, last_seq, created_at, updated_at)
+       values ('old', 'agent', '1', 'active', '"idle"', 2, '{"tasks":["kept"]}', 0, 'then', 'then')`,
+    ).run();
+    db.close();
+    const store = await openSqliteStore(file);
+    expect(await store.getAgent('old')).toMatchObject({ id: 'old', state: 'idle', progress: 2, input: { tasks: ['kept'] } });
+    expect((await store.listAgents({ limit: 10 })).items.map((a) => a.input)).toEqual([{ tasks: ['kept'] }]);
+    await store.close();
   });
 
   it('refuses a file migrated by a newer version', async () => {

@@ -88,6 +88,17 @@ export const migrations: readonly Migration[] = [
       create index agents_working on agents (status, resting);
     `,
   },
+  {
+    // An agent's row is rewritten at every transition: its spawn input (often kilobytes of tasks),
+    // written once and rarely read, moves out so the hot rows stay small and many fit in a page.
+    id: 3,
+    name: 'agent inputs apart',
+    sql: `
+      create table agent_inputs (agent_id text primary key, input text not null);
+      insert into agent_inputs (agent_id, input) select id, input from agents;
+      alter table agents drop column input;
+    `,
+  },
 ];
 
 /** Brings the schema up to date, one transaction per migration; refuses a newer schema. */

@@ -90,11 +90,12 @@ export class SqliteStore implements Store {
   ) {
     const q = (text: string) => db.prepare(text);
     this.sql = {
-      agentById: q('select * from agents where id = ?'),
+      agentById: q(`select a.*, i.input from agents a join agent_inputs i on i.agent_id = a.id where a.id = ?`),
       insertAgent: q(
-        `insert into agents (id, machine, machine_version, status, state, progress, input, last_seq, created_at, updated_at)
-         values (@id, @machine, @machineVersion, @status, @state, @progress, @input, @lastSeq, @createdAt, @createdAt)`,
+        `insert into agents (id, machine, machine_version, status, state, progress, last_seq, created_at, updated_at)
+         values (@id, @machine, @machineVersion, @status, @state, @progress, @lastSeq, @createdAt, @createdAt)`,
       ),
+      insertInput: q('insert into agent_inputs (agent_id, input) values (?, ?)'),
       insertCheckpoint: q(
         `insert into checkpoints (agent_id, seq, machine_version, event_type, state, status, progress, snapshot, created_at)
          values (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -124,19 +125,21 @@ export class SqliteStore implements Store {
       newestActions: q('select seq, action, payload, result, created_at from actions where agent_id = ? order by seq desc limit ?'),
       effect: q('select * from effects where idempotency_key = ?'),
       active: q(
-        `select a.*, c.seq as c_seq, c.machine_version as c_machine_version, c.event_type as c_event_type,
+        `select a.*, i.input, c.seq as c_seq, c.machine_version as c_machine_version, c.event_type as c_event_type,
                 c.state as c_state, c.status as c_status, c.progress as c_progress, c.snapshot as c_snapshot,
                 c.created_at as c_created_at
-         from agents a left join checkpoints c on c.agent_id = a.id and c.seq = a.last_seq
+         from agents a join agent_inputs i on i.agent_id = a.id
+         left join checkpoints c on c.agent_id = a.id and c.seq = a.last_seq
          where a.status = 'active' order by a.pos`,
       ),
       countByStatus: q('select status, count(*) as n from agents group by status'),
       inboxDepth: q(`select sum(event_seq - inbox_position) as depth from agents where status = 'active'`),
       working: q(
-        `select a.*, c.seq as c_seq, c.machine_version as c_machine_version, c.event_type as c_event_type,
+        `select a.*, i.input, c.seq as c_seq, c.machine_version as c_machine_version, c.event_type as c_event_type,
                 c.state as c_state, c.status as c_status, c.progress as c_progress, c.snapshot as c_snapshot,
                 c.created_at as c_created_at
-         from agents a left join checkpoints c on c.agent_id = a.id and c.seq = a.last_seq
+         from agents a join agent_inputs i on i.agent_id = a.id
+         left join checkpoints c on c.agent_id = a.id and c.seq = a.last_seq
          where a.status = 'active' and (a.resting = 0 or a.event_seq > a.inbox_position) order by a.pos`,
       ),
     };
@@ -154,10 +157,10 @@ export class SqliteStore implements Store {
         status: first?.status ?? 'active',
         state: first ? JSON.stringify(first.state) : null,
         progress: first?.progress ?? 0,
-        input: JSON.stringify(agent.input ?? {}),
         lastSeq: first ? 1 : 0,
         createdAt: agent.createdAt,
       });
+      this.sql.insertInput.run(agent.id, JSON.stringify(agent.input ?? {}));
       if (first) {
         this.sql.insertCheckpoint.run(
           agent.id, 1, first.machineVersion, first.eventType, JSON.stringify(first.state), first.status, first.progress,
@@ -227,12 +230,15 @@ export class SqliteStore implements Store {
   async listAgents(query: AgentQuery): Promise<Page<AgentRecord>> {
     const where: string[] = [];
     const params: unknown[] = [];
-    if (query.machine !== undefined) (where.push('machine = ?'), params.push(query.machine));
-    if (query.status !== undefined) (where.push('status = ?'), params.push(query.status));
+    if (query.machine !== undefined) (where.push('a.machine = ?'), params.push(query.machine));
+    if (query.status !== undefined) (where.push('a.status = ?'), params.push(query.status));
     const after = decodeCursor(query.cursor);
-    if (after !== undefined) (where.push('pos > ?'), params.push(after));
+    if (after !== undefined) (where.push('a.pos > ?'), params.push(after));
     const rows = this.db
-      .prepare(`select * from agents ${where.length ? `where ${where.join(' and ')}` : ''} order by pos limit ?`)
+      .prepare(
+        `select a.*, i.input from agents a join agent_inputs i on i.agent_id = a.id
+         ${where.length ? `where ${where.join(' and ')}` : ''} order by a.pos limit ?`,
+      )
       .all(...params, query.limit + 1) as AgentRow[];
     const page = rows.slice(0, query.limit);
     const last = page.at(-1);
