@@ -30,6 +30,8 @@ export function httpTracing(tracer?: Tracer): MiddlewareHandler {
       },
       parentFrom(c.req.header('traceparent')),
     );
+    // Without an SDK (no OTEL_* variables) the span records nothing: skip the per-request work.
+    if (!span.isRecording()) return next();
     try {
       await next();
     } finally {
