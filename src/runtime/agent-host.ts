@@ -209,9 +209,9 @@ export class AgentHost implements TransitionSink {
     const childId = match[2]!;
     const child = previous.children[childId] as AnyActorRef | undefined;
     const src = typeof child?.src === 'string' ? child.src : childId;
-    if (this.machine.unloggedActors.has(src)) return undefined;
     const started = this.childStarts.get(childId);
     this.childStarts.delete(childId);
+    if (this.machine.unloggedActors.has(src)) return undefined;
     const ms = started ? Date.now() - started.startedAt : null;
     const attempt = (previous.context as { attempt?: unknown } | undefined)?.attempt;
     return {
