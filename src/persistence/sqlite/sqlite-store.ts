@@ -63,6 +63,14 @@ interface CheckpointRow {
   created_at: string;
 }
 
+/** Active agents with their input and last checkpoint: what recovery needs, in one query. */
+const RESTORABLE = `
+  select a.*, i.input, c.seq as c_seq, c.machine_version as c_machine_version, c.event_type as c_event_type,
+         c.state as c_state, c.status as c_status, c.progress as c_progress, c.snapshot as c_snapshot,
+         c.created_at as c_created_at
+  from agents a join agent_inputs i on i.agent_id = a.id
+  left join checkpoints c on c.agent_id = a.id and c.seq = a.last_seq`;
+
 /** Opens (creating when needed) a SQLite file in WAL mode and brings its schema up to date. */
 export async function openSqliteStore(file: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
@@ -124,24 +132,10 @@ export class SqliteStore implements Store {
       actions: q('select seq, action, payload, result, created_at from actions where agent_id = ? order by seq'),
       newestActions: q('select seq, action, payload, result, created_at from actions where agent_id = ? order by seq desc limit ?'),
       effect: q('select * from effects where idempotency_key = ?'),
-      active: q(
-        `select a.*, i.input, c.seq as c_seq, c.machine_version as c_machine_version, c.event_type as c_event_type,
-                c.state as c_state, c.status as c_status, c.progress as c_progress, c.snapshot as c_snapshot,
-                c.created_at as c_created_at
-         from agents a join agent_inputs i on i.agent_id = a.id
-         left join checkpoints c on c.agent_id = a.id and c.seq = a.last_seq
-         where a.status = 'active' order by a.pos`,
-      ),
+      active: q(`${RESTORABLE} where a.status = 'active' order by a.pos`),
       countByStatus: q('select status, count(*) as n from agents group by status'),
       inboxDepth: q(`select sum(event_seq - inbox_position) as depth from agents where status = 'active'`),
-      working: q(
-        `select a.*, i.input, c.seq as c_seq, c.machine_version as c_machine_version, c.event_type as c_event_type,
-                c.state as c_state, c.status as c_status, c.progress as c_progress, c.snapshot as c_snapshot,
-                c.created_at as c_created_at
-         from agents a join agent_inputs i on i.agent_id = a.id
-         left join checkpoints c on c.agent_id = a.id and c.seq = a.last_seq
-         where a.status = 'active' and (a.resting = 0 or a.event_seq > a.inbox_position) order by a.pos`,
-      ),
+      working: q(`${RESTORABLE} where a.status = 'active' and (a.resting = 0 or a.event_seq > a.inbox_position) order by a.pos`),
     };
 
     this.commitBatch = db.transaction((writes: readonly Write[]) => writes.map((w) => this.applyWrite(w)));
