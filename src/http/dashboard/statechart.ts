@@ -4,7 +4,6 @@
  * SVG is drawn by statechart-svg.tsx and the current state is highlighted by the client script
  * through each state's `data-state` path (`callingLLM.requesting`).
  */
-import ElkModule from 'elkjs/lib/elk.bundled.js';
 import type { ElkExtendedEdge, ElkNode } from 'elkjs/lib/elk-api.js';
 import type { AnyStateMachine, StateNode } from 'xstate';
 
@@ -48,10 +47,17 @@ export interface ChartDiagram {
 }
 
 // The bundled build runs ELK in this thread (no worker): what a server wants. It is a CommonJS
-// module whose typings describe the ES default export.
+// module whose typings describe the ES default export. Loaded on the first diagram, not at start-up
+// (parsing it takes ~140 ms, which every restart would otherwise pay before recovering agents).
 type ElkConstructor = typeof import('elkjs/lib/elk-api.js').default;
-const ELK = ((ElkModule as unknown as { default?: ElkConstructor }).default ?? ElkModule) as unknown as ElkConstructor;
-const elk = new ELK();
+let elk: Promise<InstanceType<ElkConstructor>> | undefined;
+function layoutEngine(): Promise<InstanceType<ElkConstructor>> {
+  return (elk ??= import('elkjs/lib/elk.bundled.js').then((module: unknown) => {
+    const exported = (module as { default?: unknown }).default ?? module;
+    const ELK = ((exported as { default?: ElkConstructor }).default ?? exported) as ElkConstructor;
+    return new ELK();
+  }));
+}
 
 const FONT_PX = 13;
 const LABEL_FONT_PX = 11;
@@ -181,7 +187,7 @@ export async function layoutStatechart(machine: AnyStateMachine): Promise<ChartD
       'elk.json.edgeCoords': 'ROOT',
     },
   };
-  const laid = await elk.layout(graph);
+  const laid = await (await layoutEngine()).layout(graph);
 
   const states: ChartState[] = [];
   const initials: ChartInitial[] = [];
