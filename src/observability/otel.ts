@@ -23,7 +23,10 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { Logger } from './logger.js';
+import { tracesExporters } from './otel-env.js';
 import { TRACER_NAME } from './tracing.js';
+
+export { tracesExporters };
 
 export interface Tracing {
   readonly provider: BasicTracerProvider;
@@ -32,16 +35,6 @@ export interface Tracing {
   readonly exporters: readonly string[];
   /** Sends what is buffered and stops. */
   shutdown(): Promise<void>;
-}
-
-/** The exporters the variables ask for; empty means tracing stays off. */
-export function tracesExporters(env: NodeJS.ProcessEnv): string[] {
-  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return [];
-  const listed = env.OTEL_TRACES_EXPORTER?.split(',').map((e) => e.trim().toLowerCase()).filter(Boolean);
-  if (listed?.length) return listed.includes('none') ? [] : [...new Set(listed)];
-  // The spec's default exporter is otlp, but sending to localhost:4318 unasked would surprise:
-  // an endpoint variable is the ask.
-  return env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ? ['otlp'] : [];
 }
 
 /** The SDK as the environment asks, or undefined when it does not ask for traces. */
