@@ -47,8 +47,6 @@ const OPTIONS = {
   inspect: { flag: 'inspect', env: 'DURABLE_AGENTS_INSPECT', type: 'inspect', default: undefined },
 } as const;
 
-export const CONFIG_OPTIONS = OPTIONS;
-
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Config {
   const { values } = parseArgs({
     // Like node's own --inspect[=PORT]: the bare flag takes no value, so "--inspect --port 1" works.

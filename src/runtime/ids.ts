@@ -8,10 +8,6 @@ export function assertValidId(id: string): void {
   if (!ID.test(id)) throw new InvalidIdError(id);
 }
 
-export function isValidId(id: string): boolean {
-  return ID.test(id);
-}
-
 export function generateId(): string {
   return randomUUID();
 }

@@ -152,14 +152,24 @@ export class Runtime implements HostOwner {
     const host = this.live.get(agentId);
     // A live agent's status is its last checkpoint's: stopping or failing it takes it out of `live`.
     if (host?.latest) return liveView(host, host.latest);
-    const agent = await this.agentOrThrow(agentId);
-    const checkpoint = agent.lastSeq > 0 ? await this.store.getCheckpoint(agentId, agent.lastSeq) : undefined;
-    return toAgentView(agent, checkpoint && { ...checkpoint, context: contextOf(checkpoint), updatedAt: agent.updatedAt });
+    return this.storedView(await this.agentOrThrow(agentId));
   }
 
   async list(query: AgentQuery): Promise<Page<AgentView>> {
     const page = await this.store.listAgents(query);
-    return { items: await Promise.all(page.items.map((a) => this.view(a.id))), nextCursor: page.nextCursor };
+    // The page already holds the agent rows: only agents not in memory need their checkpoint read.
+    const items = await Promise.all(
+      page.items.map((agent) => {
+        const host = this.live.get(agent.id);
+        return host?.latest ? liveView(host, host.latest) : this.storedView(agent);
+      }),
+    );
+    return { items, nextCursor: page.nextCursor };
+  }
+
+  private async storedView(agent: AgentRecord): Promise<AgentView> {
+    const checkpoint = agent.lastSeq > 0 ? await this.store.getCheckpoint(agent.id, agent.lastSeq) : undefined;
+    return toAgentView(agent, checkpoint && { ...checkpoint, context: contextOf(checkpoint), updatedAt: agent.updatedAt });
   }
 
   /**
