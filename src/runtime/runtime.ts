@@ -161,7 +161,7 @@ export class Runtime implements HostOwner {
     const items = await Promise.all(
       page.items.map((agent) => {
         const host = this.live.get(agent.id);
-        return host?.latest ? liveView(host, host.latest) : this.storedView(agent);
+        return host?.latest ? Promise.resolve(liveView(host, host.latest)) : this.storedView(agent);
       }),
     );
     return { items, nextCursor: page.nextCursor };
