@@ -171,11 +171,6 @@ export interface Store {
   getAgent(id: string): Promise<AgentRecord | undefined>;
   listAgents(query: AgentQuery): Promise<Page<AgentRecord>>;
 
-  /**
-   * Commits an event to the agent's inbox. Throws NotFoundError for an unknown agent and
-   * ConflictError when it is not active. The same idempotency key returns the first seq.
-   */
-  appendEvent(agentId: string, event: InboxEvent, idempotencyKey?: string): Promise<AppendResult>;
   eventsAfter(agentId: string, position: number): Promise<EventRecord[]>;
 
   /** Group commit: every write in one transaction, in order; throws (and writes nothing) on a storage error. */

@@ -1,8 +1,13 @@
-import type { AppendResult, WriteResult } from './store.js';
+import type { AppendResult, InboxEvent, Store } from './store.js';
 
-/** The result of a one-event commit, as `appendEvent` returns it (a refusal is thrown). */
-export function unwrapAppend(results: readonly WriteResult[]): AppendResult {
-  const result = results[0];
+/**
+ * Commits one event on its own (the runtime batches events through its group committer instead):
+ * its seq, or the refusal thrown (unknown agent, agent not active).
+ */
+export async function appendEvent(store: Store, agentId: string, event: InboxEvent, idempotencyKey?: string): Promise<AppendResult> {
+  const [result] = await store.commit([
+    { kind: 'event', agentId, event, idempotencyKey: idempotencyKey ?? null, at: new Date().toISOString() },
+  ]);
   if (result && 'refused' in result) throw result.refused;
   if (!result) throw new Error('The store returned no result for an event write.');
   return result;

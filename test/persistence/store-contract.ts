@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConflictError, InvalidInputError, NotFoundError } from '../../src/errors.js';
 import type { Store, Write } from '../../src/persistence/store.js';
+import { appendEvent } from '../../src/persistence/write-results.js';
 
 const at = (ms = 0) => new Date(Date.UTC(2026, 10, 30, 5, 41, 7, ms)).toISOString();
 
@@ -44,10 +45,10 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       const store = await open();
       await store.createAgent(newAgent('a1'));
       await store.createAgent(newAgent('a2'));
-      expect(await store.appendEvent('a1', { type: 'x' })).toEqual({ seq: 1, duplicate: false });
-      expect(await store.appendEvent('a1', { type: 'y', v: 1 }, 'k1')).toEqual({ seq: 2, duplicate: false });
-      expect(await store.appendEvent('a1', { type: 'y', v: 2 }, 'k1')).toEqual({ seq: 2, duplicate: true });
-      expect(await store.appendEvent('a2', { type: 'z' }, 'k1')).toEqual({ seq: 1, duplicate: false });
+      expect(await appendEvent(store, 'a1', { type: 'x' })).toEqual({ seq: 1, duplicate: false });
+      expect(await appendEvent(store, 'a1', { type: 'y', v: 1 }, 'k1')).toEqual({ seq: 2, duplicate: false });
+      expect(await appendEvent(store, 'a1', { type: 'y', v: 2 }, 'k1')).toEqual({ seq: 2, duplicate: true });
+      expect(await appendEvent(store, 'a2', { type: 'z' }, 'k1')).toEqual({ seq: 1, duplicate: false });
       const events = await store.eventsAfter('a1', 0);
       expect(events.map((e) => [e.seq, e.event])).toEqual([[1, { type: 'x' }], [2, { type: 'y', v: 1 }]]);
       expect(await store.eventsAfter('a1', 1)).toHaveLength(1);
@@ -56,12 +57,12 @@ export function storeContract(name: string, open: () => Promise<Store>) {
 
     it('refuses events for unknown and inactive agents, but still answers a repeated key', async () => {
       const store = await open();
-      await expect(store.appendEvent('nobody', { type: 'x' })).rejects.toBeInstanceOf(NotFoundError);
+      await expect(appendEvent(store, 'nobody', { type: 'x' })).rejects.toBeInstanceOf(NotFoundError);
       await store.createAgent(newAgent('a1'));
-      await store.appendEvent('a1', { type: 'x' }, 'k');
+      await appendEvent(store, 'a1', { type: 'x' }, 'k');
       await store.commit([{ kind: 'status', agentId: 'a1', status: 'stopped', error: null, at: at() }]);
-      await expect(store.appendEvent('a1', { type: 'x' })).rejects.toBeInstanceOf(ConflictError);
-      expect(await store.appendEvent('a1', { type: 'x' }, 'k')).toEqual({ seq: 1, duplicate: true });
+      await expect(appendEvent(store, 'a1', { type: 'x' })).rejects.toBeInstanceOf(ConflictError);
+      expect(await appendEvent(store, 'a1', { type: 'x' }, 'k')).toEqual({ seq: 1, duplicate: true });
       await store.close();
     });
 
@@ -184,7 +185,7 @@ export function storeContract(name: string, open: () => Promise<Store>) {
         checkpoint('resting', 1, { resting: true }),
         checkpoint('resting-with-mail', 1, { resting: true }),
       ]);
-      await store.appendEvent('resting-with-mail', { type: 'task.add', task: 'x' });
+      await appendEvent(store, 'resting-with-mail', { type: 'task.add', task: 'x' });
       const ids = async (skipResting: boolean) => (await store.loadActiveAgents({ skipResting })).map((r) => r.agent.id);
       expect(await ids(true)).toEqual(['working', 'resting-with-mail']);
       expect(await ids(false)).toEqual(['working', 'resting', 'resting-with-mail']);
@@ -194,9 +195,9 @@ export function storeContract(name: string, open: () => Promise<Store>) {
     it('counts agents by status and the events waiting in active inboxes', async () => {
       const store = await open();
       for (const id of ['a', 'b', 'c']) await store.createAgent(newAgent(id));
-      await store.appendEvent('a', { type: 'x' });
-      await store.appendEvent('a', { type: 'y' });
-      await store.appendEvent('b', { type: 'x' });
+      await appendEvent(store, 'a', { type: 'x' });
+      await appendEvent(store, 'a', { type: 'y' });
+      await appendEvent(store, 'b', { type: 'x' });
       await store.commit([
         { kind: 'consume', agentId: 'a', inboxPosition: 1, at: at() },
         { kind: 'status', agentId: 'c', status: 'done', error: null, at: at() },

@@ -18,7 +18,6 @@ import type {
   WriteResult,
   AppendResult,
 } from '../store.js';
-import { unwrapAppend } from '../write-results.js';
 
 interface AgentData {
   pos: number;
@@ -82,10 +81,6 @@ export class MemoryStore implements Store {
     const page = matching.slice(0, query.limit);
     const last = page.at(-1);
     return { items: page.map((a) => ({ ...a.record })), nextCursor: matching.length > query.limit && last ? String(last.pos) : null };
-  }
-
-  async appendEvent(agentId: string, event: InboxEvent, idempotencyKey?: string): Promise<AppendResult> {
-    return unwrapAppend(await this.commit([{ kind: 'event', agentId, event, idempotencyKey: idempotencyKey ?? null, at: new Date().toISOString() }]));
   }
 
   private append(agentId: string, event: InboxEvent, idempotencyKey: string | null, at: string): AppendResult {

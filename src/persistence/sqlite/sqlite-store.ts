@@ -22,7 +22,6 @@ import type {
   Write,
   WriteResult,
 } from '../store.js';
-import { unwrapAppend } from '../write-results.js';
 import { migrate } from './migrations.js';
 
 export interface SqliteStoreOptions {
@@ -237,10 +236,6 @@ export class SqliteStore implements Store {
     const page = rows.slice(0, query.limit);
     const last = page.at(-1);
     return { items: page.map(toAgent), nextCursor: rows.length > query.limit && last ? encodeCursor(last.pos) : null };
-  }
-
-  async appendEvent(agentId: string, event: InboxEvent, idempotencyKey?: string): Promise<AppendResult> {
-    return unwrapAppend(await this.commit([{ kind: 'event', agentId, event, idempotencyKey: idempotencyKey ?? null, at: new Date().toISOString() }]));
   }
 
   async eventsAfter(agentId: string, position: number): Promise<EventRecord[]> {
