@@ -2,6 +2,7 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import { requestId } from 'hono/request-id';
 import { CorruptStateError, NotFoundError } from './errors.js';
 import { streamAgentViews } from './http/agent-stream.js';
+import { declaredHeadersOnly } from './http/declared-headers.js';
 import { bearerAuth } from './http/auth.js';
 import { createDashboard, DASHBOARD_AUTH } from './http/dashboard/index.js';
 import { mountStatelyRoute } from './http/stately-route.js';
@@ -111,7 +112,7 @@ export function createServer({
 
   app.openapi(routes.getAgentRoute, async (c) => c.json(await runtime.view(c.req.valid('param').id), 200));
 
-  app.openapi(routes.sendEventRoute, async (c) => {
+  app.openapi(declaredHeadersOnly(app, routes.sendEventRoute), async (c) => {
     const { id } = c.req.valid('param');
     const key = c.req.valid('header')['Idempotency-Key'];
     c.req.valid('json'); // checked: an object with a string `type`

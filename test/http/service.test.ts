@@ -86,6 +86,9 @@ describe('GET /openapi.json', () => {
     const limit = body.paths['/agents'].get.parameters.find((p: { name: string }) => p.name === 'limit');
     expect(limit.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 1000 });
     expect(body.paths['/healthz'].get.security).toEqual([]);
+    // Checked by declared-headers.ts rather than zod-openapi's validator, still documented.
+    const key = body.paths['/agents/{id}/events'].post.parameters.find((p: { name: string }) => p.name === 'Idempotency-Key');
+    expect(key).toMatchObject({ in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 } });
   });
 });
 
