@@ -34,7 +34,7 @@ const WORKLOADS: Record<string, { what: string; goal: string; steps: Step[] }> =
   recovery: {
     what: '10,000 agents SIGKILLed mid-task: restore until all run again, vs a raw scan of their rows',
     goal: 'ratio ≤ 3, ms < 1000',
-    steps: [{ script: 'recovery.ts' }],
+    steps: [{ script: 'recovery.ts', gc: true }],
   },
   http: {
     what: 'POST /agents/:id/events (202 after commit) vs a bare Hono 202 route, autocannon',
