@@ -40,5 +40,14 @@ if (mode === 'durable' || mode === 'api') {
   });
   fetch = bare.fetch;
 }
-serve({ fetch, port: 0, hostname: '127.0.0.1' }, (info) => process.stdout.write(`${info.port}\n`));
-process.on('SIGINT', () => process.exit(0));
+// CPU per request, the steadier figure on a noisy machine: SIGUSR2 starts counting (after warm-up),
+// SIGTERM prints what was counted and exits.
+let requests = 0;
+let since: NodeJS.CpuUsage | undefined;
+const counted = (request: Request) => (requests++, fetch(request));
+process.on('SIGUSR2', () => ((requests = 0), (since = process.cpuUsage())));
+process.on('SIGTERM', () => {
+  const used = process.cpuUsage(since);
+  process.stdout.write(`${JSON.stringify({ cpuUsPerRequest: (used.user + used.system) / Math.max(1, requests) })}\n`, () => process.exit(0));
+});
+serve({ fetch: counted, port: 0, hostname: '127.0.0.1' }, (info) => process.stdout.write(`${info.port}\n`));

@@ -2,7 +2,7 @@
  * `http`: durable `POST /agents/:id/events` (202 only after the event is committed, then processed
  * into a checkpoint) under autocannon load, against a bare Hono route answering 202, same stack.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
 import autocannon from 'autocannon';
@@ -11,24 +11,40 @@ import { median, report, round } from '../lib.js';
 const DURATION_S = Number(process.env.HTTP_DURATION_S ?? 5);
 const AGENTS = 100;
 
-async function startServer(mode: 'durable' | 'bare' | 'api'): Promise<{ child: ChildProcess; port: number }> {
+interface Server {
+  port: number;
+  /** Starts counting CPU time and requests (after the warm-up). */
+  startCounting(): void;
+  /** Stops the server; resolves with the CPU time it spent per request since `startCounting`. */
+  stop(): Promise<number>;
+}
+
+async function startServer(mode: 'durable' | 'bare' | 'api'): Promise<Server> {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'http-server.ts'), mode], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, LOG_LEVEL: 'silent' },
   });
-  const port = await new Promise<number>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout! }).once('line', (line) => resolve(Number(line)));
-    child.once('exit', (code) => reject(new Error(`server exited (${code})`)));
-  });
-  return { child, port };
+  const lines = readline.createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`server exited (${code})`))));
+  exited.catch(() => {}); // observed below, where it matters
+  const next = async () => ((await Promise.race([lines.next(), exited])) as IteratorResult<string>).value as string;
+  const port = Number(await next());
+  return {
+    port,
+    startCounting: () => child.kill('SIGUSR2'),
+    async stop() {
+      child.kill('SIGTERM');
+      return (JSON.parse(await next()) as { cpuUsPerRequest: number }).cpuUsPerRequest;
+    },
+  };
 }
 
-async function load(port: number): Promise<{ rps: number; non2xx: number; p99: number }> {
+async function load(port: number, duration = DURATION_S): Promise<{ rps: number; non2xx: number; p99: number }> {
   let i = 0;
   const result = await autocannon({
     url: `http://127.0.0.1:${port}`,
     connections: 50,
-    duration: DURATION_S,
+    duration,
     requests: [
       {
         method: 'POST',
@@ -42,13 +58,16 @@ async function load(port: number): Promise<{ rps: number; non2xx: number; p99: n
 }
 
 const rps = { bare: [] as number[], api: [] as number[], durable: [] as number[] };
+const cpu = { bare: [] as number[], api: [] as number[], durable: [] as number[] };
 let errors = 0;
 let p99 = 0;
 for (let run = 0; run < 3; run++) {
   for (const mode of ['bare', 'api', 'durable'] as const) {
     const server = await startServer(mode);
+    await load(server.port, 1); // warm-up: JIT, connections, SQLite pages
+    server.startCounting();
     const figures = await load(server.port);
-    server.child.kill('SIGKILL');
+    cpu[mode].push(await server.stop());
     rps[mode].push(figures.rps);
     if (mode === 'durable') (errors += figures.non2xx), (p99 = Math.max(p99, figures.p99));
   }
@@ -61,5 +80,10 @@ report({
   apiNoStoreRps: Math.round(median(rps.api)),
   durabilityRatio: round(median(rps.durable) / median(rps.api)),
   durableP99Ms: p99,
+  // Server CPU time per request (µs): steadier than requests/s when the machine is shared.
+  bareCpuUs: Math.round(median(cpu.bare)),
+  apiCpuUs: Math.round(median(cpu.api)),
+  durableCpuUs: Math.round(median(cpu.durable)),
+  cpuRatio: round(median(cpu.bare) / median(cpu.durable)),
   non2xx: errors,
 });
