@@ -8,6 +8,7 @@ import { Hono } from 'hono';
 import { assign, setup } from 'xstate';
 import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
 import { createRuntime } from '../../src/runtime/runtime.js';
+import { createMetrics } from '../../src/observability/metrics.js';
 import { createServer } from '../../src/server.js';
 import { tempFile } from '../lib.js';
 
@@ -23,15 +24,18 @@ const counter = setup({ types: { context: {} as { pings: number }, events: {} as
 const mode = process.argv[2];
 let fetch: (request: Request) => Response | Promise<Response>;
 if (mode === 'durable' || mode === 'api') {
+  // Wired as `serve` wires it (metrics on every transition), with request logs silenced.
+  const metrics = createMetrics();
   const runtime = await createRuntime({
     store: await openSqliteStore(tempFile(), { synchronous: process.argv[3] === 'full' ? 'full' : 'normal' }),
     machines: [{ name: 'counter', machine: counter }],
+    observer: metrics.observer,
   });
   for (let i = 0; i < AGENTS; i++) await runtime.spawn('counter', { id: `agent-${i}` });
   // `api`: the same API stack (validation, logging, metrics, tracing) with nothing stored, to tell
   // what the HTTP layer costs from what durability costs.
   if (mode === 'api') runtime.send = async () => ({ seq: 1, duplicate: false });
-  fetch = createServer({ runtime }).fetch;
+  fetch = createServer({ runtime, metrics }).fetch;
 } else {
   const bare = new Hono();
   bare.post('/agents/:id/events', async (c) => {
