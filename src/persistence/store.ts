@@ -153,9 +153,15 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
-/** An active agent to bring back after a restart, with its last checkpoint when it has one. */
+/**
+ * An active agent to bring back after a restart, with its last checkpoint when it has one. Only what
+ * restoring needs is read: recovery reads thousands of these before any agent runs again.
+ */
 export interface RestorableAgent {
-  agent: AgentRecord;
+  agent: Pick<AgentRecord, 'id' | 'machine' | 'inboxPosition' | 'eventSeq' | 'createdAt'> & {
+    /** The spawn input, read only for an agent with no checkpoint yet: it starts from it. */
+    input?: unknown;
+  };
   checkpoint: CheckpointRecord | undefined;
 }
 

@@ -1,7 +1,7 @@
 import type { AnyMachineSnapshot, InspectionEvent } from 'xstate';
 import { ConflictError, CorruptStateError, InvalidEventError, InvalidInputError, NotFoundError, serializeError } from '../errors.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
-import type { AgentQuery, AgentRecord, CheckpointRecord, InboxEvent, Page, Store, Write } from '../persistence/store.js';
+import type { AgentQuery, AgentRecord, CheckpointRecord, InboxEvent, Page, RestorableAgent, Store, Write } from '../persistence/store.js';
 import { AgentHost, type CommittedCheckpoint, type HostOwner } from './agent-host.js';
 import { GroupCommitter } from './committer.js';
 import { assertValidId, generateId } from './ids.js';
@@ -295,7 +295,7 @@ export class Runtime implements HostOwner {
 
   // --- internals --------------------------------------------------------------------------------
 
-  private async activate(agent: AgentRecord, checkpoint: CheckpointRecord | undefined): Promise<AgentHost | undefined> {
+  private async activate(agent: RestorableAgent['agent'], checkpoint: CheckpointRecord | undefined): Promise<AgentHost | undefined> {
     const machine = this.machines.get(agent.machine);
     if (!machine) {
       this.log.warn({ agentId: agent.id, machine: agent.machine }, 'agent left as is: its machine is not registered here');

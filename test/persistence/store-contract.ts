@@ -174,6 +174,9 @@ export function storeContract(name: string, open: () => Promise<Store>) {
         ['fresh', undefined],
         ['busy', 2],
       ]);
+      // A fresh agent starts from its spawn input; one with a checkpoint from that checkpoint.
+      expect(loaded[0]!.agent.input).toEqual(newAgent('fresh').input);
+      expect(loaded[1]!.checkpoint?.snapshot).toBe((checkpoint('busy', 2) as { snapshot: string }).snapshot);
       await store.close();
     });
 

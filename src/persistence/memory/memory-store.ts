@@ -173,7 +173,12 @@ export class MemoryStore implements Store {
     return [...this.agents.values()]
       .filter((a) => a.record.status === 'active')
       .filter((a) => !options.skipResting || !a.resting || a.record.eventSeq > a.record.inboxPosition)
-      .map((a) => ({ agent: { ...a.record }, checkpoint: a.checkpoints.find((c) => c.seq === a.record.lastSeq) }));
+      .map(({ record, checkpoints }) => {
+        const checkpoint = checkpoints.find((c) => c.seq === record.lastSeq);
+        const { id, machine, inboxPosition, eventSeq, createdAt } = record;
+        const agent = { id, machine, inboxPosition, eventSeq, createdAt, ...(checkpoint ? {} : { input: copy(record.input) }) };
+        return { agent, checkpoint: checkpoint && copy(checkpoint) };
+      });
   }
 
   async stats(): Promise<StoreStats> {
