@@ -8,8 +8,16 @@ export function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
+const tempDirs: string[] = [];
+// Workloads write gigabytes of SQLite files (100,000 agents for `memory`): left behind, they filled
+// /tmp and their write-back slowed the next run.
+process.once('exit', () => tempDirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true })));
+
+/** A file in a fresh temp directory, removed when the process exits. */
 export function tempFile(name = 'bench.db'): string {
-  return path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'da-bench-')), name);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'da-bench-'));
+  tempDirs.push(dir);
+  return path.join(dir, name);
 }
 
 /** Bytes this process has caused to be written to storage so far (Linux). */

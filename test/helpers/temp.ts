@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-/** A fresh directory under the OS temp dir; the caller removes it (or the OS does). */
+/** A fresh directory in this test run's temp folder (test/global-setup.ts removes it at the end). */
 export function tempDir(prefix = 'da-'): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  return fs.mkdtempSync(path.join(process.env.DURABLE_AGENTS_TEST_TMP ?? os.tmpdir(), prefix));
 }
 
 export function tempDbFile(): string {
