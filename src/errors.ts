@@ -15,7 +15,8 @@ export class NotFoundError extends AgentsError {
     readonly kind: 'agent' | 'machine' | 'checkpoint' | 'route',
     readonly id: string,
   ) {
-    super(`No ${kind} with id "${id}".`);
+    // Ids come from callers (a machine name from a URL can be anything): echo a bounded one.
+    super(`No ${kind} with id "${truncate(id, 128)}".`);
   }
 }
 
@@ -125,4 +126,9 @@ function safeString(value: unknown): string {
 function describeId(id: string): string {
   if (id.length > 40) return `${id.length} characters`;
   return JSON.stringify(id);
+}
+
+/** `text`, or its first `max` characters and its length: for echoing caller input in messages and logs. */
+export function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} characters)`;
 }

@@ -9,7 +9,6 @@ import { mountStatelyRoute } from './http/stately-route.js';
 import { httpTracing } from './http/tracing.js';
 import type { AppEnv } from './http/env.js';
 import { createErrorHandler, onNotFound } from './http/error-handler.js';
-import { truncate } from './http/errors.js';
 import { DEFAULT_BODY_LIMIT, jsonBody } from './http/json-body.js';
 import { requestLogger } from './http/request-log.js';
 import * as routes from './http/routes.js';
@@ -88,8 +87,7 @@ export function createServer({
 
   app.openapi(routes.getMachineRoute, (c) => {
     const { name } = c.req.valid('param');
-    const machine = runtime.machines.get(name);
-    if (!machine) throw new NotFoundError('machine', truncate(name, 128));
+    const machine = runtime.machineNamed(name);
     const definition = machine.machine.toJSON() as unknown as Record<string, unknown>;
     return c.json({ name: machine.name, version: machine.version, definition }, 200);
   });
@@ -126,8 +124,9 @@ export function createServer({
 
   app.openapi(routes.listCheckpointsRoute, async (c) => {
     const { id } = c.req.valid('param');
-    await requireAgent(runtime, id);
-    const items = (await runtime.store.listCheckpoints(id)).map(({ seq, state, progress, createdAt, status, eventType }) => ({
+    const checkpoints = await runtime.store.listCheckpoints(id);
+    if (checkpoints.length === 0) await runtime.agentOrThrow(id); // an unknown agent is a 404, not an empty list
+    const items = checkpoints.map(({ seq, state, progress, createdAt, status, eventType }) => ({
       seq,
       state,
       progress,
@@ -142,7 +141,7 @@ export function createServer({
     const { id, seq } = c.req.valid('param');
     const checkpoint = await runtime.store.getCheckpoint(id, seq);
     if (!checkpoint) {
-      await requireAgent(runtime, id);
+      await runtime.agentOrThrow(id);
       throw new NotFoundError('checkpoint', `${id}@${seq}`);
     }
     const { snapshot, ...meta } = checkpoint;
@@ -159,8 +158,9 @@ export function createServer({
 
   app.openapi(routes.listActionsRoute, async (c) => {
     const { id } = c.req.valid('param');
-    await requireAgent(runtime, id);
-    const items = (await runtime.store.listActions(id)).map(({ seq, action, payload, result, createdAt }) => ({
+    const actions = await runtime.store.listActions(id);
+    if (actions.length === 0) await runtime.agentOrThrow(id); // an unknown agent is a 404, not an empty list
+    const items = actions.map(({ seq, action, payload, result, createdAt }) => ({
       seq,
       action,
       payload,
@@ -192,11 +192,6 @@ export function createServer({
   });
 
   return app;
-}
-
-/** Reads that go to the store directly need the agent's 404 themselves. */
-async function requireAgent(runtime: Runtime, id: string): Promise<void> {
-  if (!(await runtime.store.getAgent(id))) throw new NotFoundError('agent', id);
 }
 
 function parseSnapshot(agentId: string, seq: number, text: string): Record<string, unknown> {

@@ -1,3 +1,4 @@
+import { parseArgs } from 'node:util';
 import { agentPathTestOptions } from '../testing/agent-paths.js';
 import { ambiguousTypes, eventLabel, jsonReplacer, stateLabel } from '../testing/format.js';
 import { pathTests, type PathTestOptions } from '../testing/path-tests.js';
@@ -19,7 +20,7 @@ Machines: ${Object.keys(MACHINES).join(', ')}`;
  * `paths`; returns the exit code (0, or 2 for a usage error).
  */
 export async function runPathsCommand(argv: string[], out: (line: string) => void): Promise<number> {
-  const parsed = parseArgs(argv);
+  const parsed = parsePathsArgs(argv);
   if ('help' in parsed) {
     out(PATHS_USAGE);
     return 0;
@@ -81,30 +82,26 @@ export async function runPathsCommand(argv: string[], out: (line: string) => voi
 
 type Parsed = { help: true } | { error: string } | { machine: string; format: 'text' | 'json'; depth: number | undefined };
 
-function parseArgs(argv: readonly string[]): Parsed {
-  let machine: string | undefined;
-  let format: 'text' | 'json' = 'text';
-  let depth: number | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--help' || arg === '-h') return { help: true };
-    const [flag, inline] = arg.startsWith('--') ? (arg.split(/=(.*)/s, 2) as [string, string | undefined]) : [arg, undefined];
-    if (flag === '--format' || flag === '--depth') {
-      const value = inline ?? argv[++i];
-      if (value === undefined) return { error: `${flag} needs a value.` };
-      if (flag === '--format') {
-        if (value !== 'text' && value !== 'json') return { error: `--format must be text or json, not "${value}".` };
-        format = value;
-      } else {
-        if (!/^\d+$/.test(value) || Number(value) > 12) return { error: `--depth must be a whole number from 0 to 12, not "${value}".` };
-        depth = Number(value);
-      }
-      continue;
-    }
-    if (arg.startsWith('-')) return { error: `Unknown option "${arg}".` };
-    if (machine !== undefined) return { error: `One machine at a time ("${machine}", then "${arg}").` };
-    machine = arg;
+function parsePathsArgs(argv: string[]): Parsed {
+  let values: { format?: string | undefined; depth?: string | undefined; help?: boolean | undefined };
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { format: { type: 'string' }, depth: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    }));
+  } catch (err) {
+    return { error: (err as Error).message };
   }
+  if (values.help) return { help: true };
+  const { format = 'text', depth } = values;
+  if (format !== 'text' && format !== 'json') return { error: `--format must be text or json, not "${format}".` };
+  if (depth !== undefined && (!/^\d+$/.test(depth) || Number(depth) > 12)) {
+    return { error: `--depth must be a whole number from 0 to 12, not "${depth}".` };
+  }
+  const [machine, ...more] = positionals;
   if (machine === undefined) return { error: 'Which machine?' };
-  return { machine, format, depth };
+  if (more.length > 0) return { error: `One machine at a time ("${machine}", then "${more[0]}").` };
+  return { machine, format, depth: depth === undefined ? undefined : Number(depth) };
 }

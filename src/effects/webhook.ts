@@ -1,5 +1,5 @@
 import { StepError } from '../errors.js';
-import { parseRetryAfter } from '../resilience/backoff.js';
+import { isTransientStatus, parseRetryAfter } from '../resilience/backoff.js';
 
 export interface WebhookDelivery {
   url: string;
@@ -28,7 +28,7 @@ export async function postWebhook(delivery: WebhookDelivery, signal: AbortSignal
   await response.body?.cancel();
   const status = response.status;
   if (status >= 200 && status < 300) return status;
-  const transient = status === 408 || status === 429 || status >= 500;
+  const transient = isTransientStatus(status);
   const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
   throw new StepError(transient ? 'transient' : 'permanent', 'webhook_rejected', `The webhook answered HTTP ${status}.`, {
     status,

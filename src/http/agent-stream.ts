@@ -22,27 +22,33 @@ export async function streamAgentViews(
   agentId: string,
   { shutdown, keepAliveMs = 15_000 }: StreamOptions = {},
 ): Promise<Response> {
-  await runtime.view(agentId); // a 404 is still a JSON error, not an empty stream
+  const queue: AgentView[] = [];
+  let wake: (() => void) | undefined;
+  // Watch before reading the first view, so no transition falls between the two.
+  const unwatch = runtime.watch(agentId, (view) => {
+    queue.push(view);
+    wake?.();
+  });
+  let first: AgentView;
+  try {
+    first = await runtime.view(agentId); // a 404 is still a JSON error, not an empty stream
+  } catch (err) {
+    unwatch();
+    throw err;
+  }
+  queue.unshift(first);
   const log = c.get('log');
   return streamSSE(c, async (stream) => {
-    const queue: AgentView[] = [];
-    let wake: (() => void) | undefined;
     let ended = false;
     const end = () => {
       ended = true;
       wake?.();
     };
-    // Watch before reading the first view, so no transition falls between the two.
-    const unwatch = runtime.watch(agentId, (view) => {
-      queue.push(view);
-      wake?.();
-    });
     stream.onAbort(end);
     shutdown?.addEventListener('abort', end, { once: true });
     const keepAlive = setInterval(() => void stream.write(': keep-alive\n\n'), keepAliveMs);
     try {
       if (shutdown?.aborted) return;
-      queue.unshift(await runtime.view(agentId));
       let last = '';
       while (!ended) {
         const view = queue.shift();

@@ -1,5 +1,5 @@
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { AgentsError } from '../errors.js';
+import { AgentsError, truncate } from '../errors.js';
 
 /**
  * Errors that only the HTTP edge can raise (a body, a header, a token). They join the one error
@@ -35,7 +35,3 @@ export const unauthorized = (why: string) =>
 
 export const routeNotFound = (method: string, path: string) =>
   new HttpError(404, 'not_found', `There is no route ${method} ${truncate(path, 200)}.`);
-
-export function truncate(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} characters)`;
-}

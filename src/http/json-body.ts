@@ -2,7 +2,8 @@ import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from './env.js';
 import { bodyLimit } from 'hono/body-limit';
 import { InvalidInputError } from '../errors.js';
-import { malformedJson, payloadTooLarge, truncate, unsupportedMediaType } from './errors.js';
+import { truncate } from '../errors.js';
+import { malformedJson, payloadTooLarge, unsupportedMediaType } from './errors.js';
 import { MAX_JSON_DEPTH } from './schemas.js';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;

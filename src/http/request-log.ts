@@ -3,8 +3,8 @@ import { matchedRoutes } from 'hono/route';
 import type { Logger } from '../observability/logger.js';
 import type { HttpMetrics } from '../observability/metrics.js';
 import type { AppEnv } from './env.js';
-import { truncate } from './errors.js';
-import { ID_PATTERN } from './schemas.js';
+import { truncate } from '../errors.js';
+import { ID_PATTERN } from '../runtime/ids.js';
 
 /** Polled by machines, not people: logged at debug so they do not drown the log. */
 const QUIET_ROUTES = new Set(['/healthz', '/metrics']);

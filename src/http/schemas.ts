@@ -4,9 +4,7 @@
  */
 import { z } from '@hono/zod-openapi';
 import { AGENT_STATUSES } from '../persistence/store.js';
-
-/** Contract: 1–128 characters from `A-Z a-z 0-9 . _ - :` (the same rule as runtime/ids.ts). */
-export const ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+import { ID_PATTERN } from '../runtime/ids.js';
 
 /** Deeper JSON than this is refused before parsing: nothing legitimate nests 100 levels. */
 export const MAX_JSON_DEPTH = 100;

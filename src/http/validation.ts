@@ -1,6 +1,7 @@
 import type { Hook } from '@hono/zod-openapi';
 import type { ZodError } from 'zod';
 import { InvalidIdError, InvalidInputError, type AgentsError } from '../errors.js';
+import { describeIssues } from '../validation-issues.js';
 import type { AppEnv } from './env.js';
 
 const WHERE: Record<string, string> = {
@@ -9,8 +10,6 @@ const WHERE: Record<string, string> = {
   param: 'path',
   header: 'headers',
 };
-
-const MAX_ISSUES = 5;
 
 /**
  * Turns a failed zod validation into the error family: an id anywhere (path, spawn or fork body)
@@ -29,7 +28,5 @@ export function toValidationError(target: string, error: ZodError, data: unknown
     const value = data && typeof data === 'object' ? (data as { id?: unknown }).id : undefined;
     return new InvalidIdError(typeof value === 'string' ? value : JSON.stringify(value) ?? 'nothing');
   }
-  const details = error.issues.slice(0, MAX_ISSUES).map((i) => `${i.path.length ? i.path.join('.') : '(value)'}: ${i.message.replace(/\.$/, '')}`);
-  if (error.issues.length > MAX_ISSUES) details.push(`and ${error.issues.length - MAX_ISSUES} more`);
-  return new InvalidInputError(`Invalid ${WHERE[target] ?? target}: ${details.join('; ')}.`);
+  return new InvalidInputError(`Invalid ${WHERE[target] ?? target}: ${describeIssues(error)}.`);
 }

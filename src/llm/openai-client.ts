@@ -1,6 +1,6 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { StepError } from '../errors.js';
-import { parseRetryAfter } from '../resilience/backoff.js';
+import { isTransientStatus, parseRetryAfter } from '../resilience/backoff.js';
 import type { LlmClient, LlmRequest } from './client.js';
 
 export interface OpenAiClientOptions {
@@ -24,7 +24,7 @@ export function createOpenAiClient(options: OpenAiClientOptions): LlmClient {
       try {
         response = await openai.chat.completions.create(
           { model: request.model, messages: toMessages(request) },
-          { signal, timeout: request.timeoutMs, maxRetries: 0 },
+          { signal, timeout: request.timeoutMs },
         );
       } catch (err) {
         throw classifyLlmError(err);
@@ -61,7 +61,7 @@ export function classifyLlmError(err: unknown): StepError {
     const status = err.status;
     const retryAfterMs = retryAfterOf(err.headers);
     const quota = status === 429 && err.code === 'insufficient_quota';
-    const transient = !quota && (status === 408 || status === 429 || status >= 500);
+    const transient = !quota && isTransientStatus(status);
     return new StepError(transient ? 'transient' : 'permanent', transient ? 'llm_unavailable' : 'llm_rejected', `The LLM API answered ${err.message}`, {
       status,
       cause: err,

@@ -1,5 +1,6 @@
 import { StepError } from '../errors.js';
 import { nextRandom } from '../resilience/random.js';
+import { sleepUntil } from '../runtime/sleep.js';
 import type { LlmClient, LlmRequest } from './client.js';
 
 export interface SimulatedLlmOptions {
@@ -19,7 +20,7 @@ export function createSimulatedLlm(options: SimulatedLlmOptions = {}): LlmClient
     kind: 'simulated',
     description: `simulated LLM (no OPENAI_API_KEY/OPENAI_BASE_URL set; fault rate ${faultRate})`,
     async complete(request: LlmRequest, signal: AbortSignal): Promise<string> {
-      if (latencyMs > 0) await delay(latencyMs, signal);
+      if (latencyMs > 0) await sleepUntil(Date.now() + latencyMs, signal);
       signal.throwIfAborted();
       if (faultRate > 0) {
         const draw = nextRandom(rng);
@@ -31,11 +32,4 @@ export function createSimulatedLlm(options: SimulatedLlmOptions = {}): LlmClient
       return `Simulated answer (${request.model}) to: ${request.task}`;
     },
   };
-}
-
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
-  });
 }

@@ -240,7 +240,6 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
 }
 
 export const agentMachine = createAgentMachine();
-export type AgentMachine = typeof agentMachine;
 
 /** Errors reach the chart as whatever the actor threw; only a StepError-shaped value says "transient". */
 function failureKind(error: unknown): 'transient' | 'permanent' {

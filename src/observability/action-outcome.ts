@@ -50,15 +50,16 @@ export function topLevelState(value: unknown): string {
   return '?';
 }
 
-/** The whole state value as text: `callingLLM.requesting`, or JSON for parallel states. */
+/** The whole state value as text: `{callingLLM: 'requesting'}` → `callingLLM.requesting` (parallel regions joined with `, `). */
 export function stateText(value: unknown): string {
   if (typeof value === 'string') return value;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value);
-    if (entries.length === 1) return `${entries[0]![0]}.${stateText(entries[0]![1])}`;
-    return JSON.stringify(value);
-  }
-  return String(value);
+  if (!value || typeof value !== 'object') return value === null || value === undefined ? '—' : String(value);
+  return Object.entries(value as Record<string, unknown>)
+    .map(([key, child]) => {
+      const inner = stateText(child);
+      return child && (typeof child === 'string' || typeof child === 'object') ? `${key}.${inner}` : key;
+    })
+    .join(', ');
 }
 
 function asRecord(value: unknown): Record<string, unknown> | undefined {

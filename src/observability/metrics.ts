@@ -23,7 +23,7 @@ export interface Metrics extends HttpMetrics {
 
 /** The part of `Runtime` the gauges read, once per scrape. */
 export interface ObservedRuntime {
-  stats(): Promise<{ agentsByStatus: Record<string, number>; liveByState?: Record<string, number>; inboxDepth: number; live: number }>;
+  stats(): Promise<{ agentsByStatus: Record<string, number>; liveByState: Record<string, number>; inboxDepth: number; live: number }>;
 }
 
 /**
@@ -31,9 +31,9 @@ export interface ObservedRuntime {
  * the default process metrics, the HTTP metrics, the gauges read from the runtime at each scrape,
  * and the counters fed by the runtime observer (runtime-metrics.ts). Names start with `durable_agents_`.
  */
-export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: boolean } = {}): Metrics {
+export function createMetrics(): Metrics {
   const registry = new Registry();
-  if (defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'durable_agents_' });
+  collectDefaultMetrics({ register: registry, prefix: 'durable_agents_' });
 
   const httpRequests = new Counter({
     name: 'durable_agents_http_requests_total',
@@ -98,7 +98,7 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
         for (const status of AGENT_STATUSES) agents.set({ status }, stats.agentsByStatus[status] ?? 0);
         live.set(stats.live);
         // A state no agent is in any more must read 0, not keep its last count.
-        const byState = stats.liveByState ?? {};
+        const byState = stats.liveByState;
         for (const state of Object.keys(byState)) seenStates.add(state);
         for (const state of seenStates) liveByState.set({ state }, byState[state] ?? 0);
         inbox.set(stats.inboxDepth);

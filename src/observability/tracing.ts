@@ -18,6 +18,7 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Tracer } from '@opentelemetry/api';
 import { ATTR_ERROR_TYPE, ATTR_HTTP_RESPONSE_STATUS_CODE } from '@opentelemetry/semantic-conventions';
 import type { RuntimeObserver } from '../runtime/observer.js';
+import { effectKey } from '../runtime/agent-definition.js';
 import { EFFECT_ACTION, LLM_ACTION, readAction, stateText } from './action-outcome.js';
 
 export const TRACER_NAME = 'durable-agents';
@@ -98,8 +99,8 @@ function callAttributes(agentId: string, action: string, input: Record<string, u
     return typeof input?.model === 'string' ? { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': input.model } : {};
   }
   if (action === EFFECT_ACTION) {
-    // A failed effect has no output; its key is the agent's rule (runSideEffect): `<agentId>:<task seq>`.
-    const key = typeof out.idempotencyKey === 'string' ? out.idempotencyKey : typeof input?.seq === 'number' ? `${agentId}:${input.seq}` : undefined;
+    // A failed effect has no output; its key is then the agent's rule (runSideEffect).
+    const key = typeof out.idempotencyKey === 'string' ? out.idempotencyKey : typeof input?.seq === 'number' ? effectKey(agentId, input.seq) : undefined;
     return {
       ...(key ? { 'agent.idempotency_key': key } : {}),
       ...(typeof out.status === 'number' ? { [ATTR_HTTP_RESPONSE_STATUS_CODE]: out.status } : {}),

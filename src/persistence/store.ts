@@ -194,6 +194,8 @@ export interface Store {
    * that wait for an event and have none pending stay on disk (they are loaded on their next event).
    */
   loadActiveAgents(options?: { skipResting?: boolean }): Promise<RestorableAgent[]>;
+  /** One agent as `loadActiveAgents` gives it, to bring back into memory; undefined unless it exists and is active. */
+  loadRestorable(id: string): Promise<RestorableAgent | undefined>;
 
   /** Counts for gauges: agents by status, and events accepted but not yet consumed. */
   stats(): Promise<StoreStats>;

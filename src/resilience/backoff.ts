@@ -18,6 +18,11 @@ export function retryDelay(backoffMs: number, retryAfterMs: number | undefined, 
   return Math.max(backoffMs, Math.min(retryAfterMs, capMs));
 }
 
+/** The contract's rule for an HTTP answer from an LLM API or a webhook: 408, 429 and 5xx may pass if retried. */
+export function isTransientStatus(status: number): boolean {
+  return status === 408 || status === 429 || status >= 500;
+}
+
 /** Parses an HTTP Retry-After header (delta-seconds or an HTTP date) into milliseconds. */
 export function parseRetryAfter(header: string | null | undefined, now = Date.now()): number | undefined {
   const value = header?.trim();

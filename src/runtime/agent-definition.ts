@@ -25,13 +25,18 @@ export function agentDefinition({ llm, defaults }: AgentDependencies): MachineDe
   return { name: 'agent', machine, input: agentInputSchema, events: agentEventSchemas };
 }
 
+/** The idempotency key of an agent's effect: one per task seq, the same at every re-run. */
+export function effectKey(agentId: string, seq: number): string {
+  return `${agentId}:${seq}`;
+}
+
 /**
  * Runs a task's effect once per idempotency key: an effect already recorded is not run again; a
  * re-run after a crash (recorded or not) sends the same key and the same body.
  */
 async function runSideEffect(input: EffectRequest, signal: AbortSignal, system: unknown): Promise<EffectResult> {
   const agent = currentAgent(system);
-  const idempotencyKey = `${agent.agentId}:${input.seq}`;
+  const idempotencyKey = effectKey(agent.agentId, input.seq);
   const recorded = await agent.findEffect(idempotencyKey);
   if (recorded) return recorded.result as EffectResult;
   let result: EffectResult = { delivered: false, idempotencyKey };

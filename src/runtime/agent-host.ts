@@ -20,8 +20,8 @@ export interface CommittedCheckpoint {
   seq: number;
   eventType: string;
   action?: ActionWrite;
-  /** Epoch ms of the transition (the commit came after). */
-  transitionAt?: number;
+  /** Epoch ms of the transition (the commit came after); for a restored agent, its checkpoint's time. */
+  transitionAt: number;
   state: unknown;
   status: CheckpointBody['status'];
   progress: number;
@@ -88,10 +88,6 @@ export class AgentHost implements TransitionSink {
     }
     this.inbox.sort((a, b) => a.seq - b.seq);
     this.pump();
-  }
-
-  get isStopped(): boolean {
-    return this.stopped;
   }
 
   /** Nothing runs and nothing waits to be delivered: only a new event can move this agent. */

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { InvalidIdError } from '../errors.js';
 
-const ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Contract: ids are 1–128 characters from `A-Z a-z 0-9 . _ - :` (the HTTP schemas use it too). */
+export const ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Contract: ids are 1–128 characters from `A-Z a-z 0-9 . _ - :`. */
 export function assertValidId(id: string): void {
-  if (!ID.test(id)) throw new InvalidIdError(id);
+  if (!ID_PATTERN.test(id)) throw new InvalidIdError(id);
 }
 
 export function generateId(): string {

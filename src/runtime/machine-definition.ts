@@ -33,7 +33,7 @@ export interface RegisteredMachine {
   unloggedActors: ReadonlySet<string>;
 }
 
-export const BUILTIN_UNLOGGED_ACTORS = ['sleepUntil', 'awaitCommit'] as const;
+const BUILTIN_UNLOGGED_ACTORS = ['sleepUntil', 'awaitCommit'] as const;
 
 export function registerMachine(def: MachineDefinition): RegisteredMachine {
   return {

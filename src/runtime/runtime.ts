@@ -1,7 +1,9 @@
 import type { AnyMachineSnapshot, InspectionEvent } from 'xstate';
 import { ConflictError, CorruptStateError, InvalidEventError, InvalidInputError, NotFoundError, serializeError } from '../errors.js';
+import { topLevelState } from '../observability/action-outcome.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
 import type { AgentQuery, AgentRecord, CheckpointRecord, InboxEvent, Page, RestorableAgent, Store, Write } from '../persistence/store.js';
+import { describeIssues } from '../validation-issues.js';
 import { AgentHost, type CommittedCheckpoint, type HostOwner } from './agent-host.js';
 import { GroupCommitter } from './committer.js';
 import { assertValidId, generateId } from './ids.js';
@@ -112,7 +114,9 @@ export class Runtime implements HostOwner {
     })) as { seq: number; duplicate: boolean };
     if (!result.duplicate) {
       const host = this.live.get(agentId) ?? (await this.wake(agentId));
-      if (host) clearTimeout(host.passivationTimer);
+      // Restarted, not only cleared: an event the current state ignores commits no checkpoint, so
+      // `committed` would never schedule it again and the agent would stay in memory for good.
+      if (host) this.resetPassivation(host);
       host?.offer([{ agentId, seq: result.seq, event: checked, idempotencyKey: idempotencyKey ?? null, createdAt: '' }]);
     }
     return result;
@@ -174,14 +178,14 @@ export class Runtime implements HostOwner {
 
   /**
    * The event types the agent's current state would take now (guards that need a payload count as
-   * taking it): what a dashboard offers as buttons. Empty unless the agent is active.
+   * taking it): what a dashboard offers as buttons. Empty unless the agent is active. Takes the
+   * agent's view (from `view`) so a caller that shows it too reads the store once.
    */
-  async acceptedEvents(agentId: string): Promise<string[]> {
-    const view = await this.view(agentId);
+  acceptedEvents(view: AgentView): string[] {
     const machine = this.machines.get(view.machine);
     if (view.status !== 'active' || !machine) return [];
     const snapshot =
-      this.live.get(agentId)?.snapshot() ??
+      this.live.get(view.id)?.snapshot() ??
       (machine.machine.resolveState({ value: view.state as never, context: view.context as never }) as AnyMachineSnapshot);
     return machine.eventTypes.filter((type) => {
       try {
@@ -197,8 +201,7 @@ export class Runtime implements HostOwner {
     const { agentsByStatus, inboxDepth } = await this.store.stats();
     const liveByState: Record<string, number> = {};
     for (const host of this.live.values()) {
-      const value = host.latest?.state;
-      const state = typeof value === 'string' ? value : value && typeof value === 'object' ? Object.keys(value)[0] ?? '?' : '?';
+      const state = topLevelState(host.latest?.state);
       liveByState[state] = (liveByState[state] ?? 0) + 1;
     }
     return { agentsByStatus, liveByState, inboxDepth, live: this.live.size };
@@ -265,7 +268,7 @@ export class Runtime implements HostOwner {
           state: checkpoint.state,
           status: checkpoint.status,
           action: checkpoint.action,
-          at: checkpoint.transitionAt ?? Date.parse(checkpoint.at),
+          at: checkpoint.transitionAt,
         }),
       );
     }
@@ -306,7 +309,7 @@ export class Runtime implements HostOwner {
       if (checkpoint && checkpoint.machineVersion !== machine.version) {
         throw new Error(`its checkpoint was written by version ${checkpoint.machineVersion} of "${machine.name}", this process runs ${machine.version}`);
       }
-      const snapshot = checkpoint ? parseSnapshot(checkpoint.snapshot, machine) : undefined;
+      const snapshot = checkpoint && parseSnapshot(checkpoint.snapshot, machine);
       host = new AgentHost(
         agent.id,
         agent.createdAt,
@@ -315,9 +318,12 @@ export class Runtime implements HostOwner {
         checkpoint ? { kind: 'restore', snapshot, seq: checkpoint.seq } : { kind: 'fresh', input: agent.input },
         agent.inboxPosition,
       );
-      if (checkpoint) {
-        const context = (snapshot as { context?: unknown }).context ?? null;
-        host.latest = { seq: checkpoint.seq, eventType: checkpoint.eventType, state: checkpoint.state, status: 'active', progress: checkpoint.progress, context, at: checkpoint.createdAt };
+      if (checkpoint && snapshot) {
+        // State and context from the snapshot itself: the checkpoint's state column is a copy of its value.
+        host.latest = {
+          seq: checkpoint.seq, eventType: checkpoint.eventType, transitionAt: Date.parse(checkpoint.createdAt), state: snapshot.value,
+          status: 'active', progress: checkpoint.progress, context: snapshot.context ?? null, at: checkpoint.createdAt,
+        };
       }
       this.live.set(agent.id, host);
       const failure = host.start();
@@ -330,6 +336,9 @@ export class Runtime implements HostOwner {
       return undefined;
     }
     if (agent.eventSeq > agent.inboxPosition) host.offer(await this.store.eventsAfter(agent.id, agent.inboxPosition));
+    // Whatever brought it here (recovery, a wake, a fork), an agent that turns out to rest leaves again;
+    // the timer re-checks once its commits have settled.
+    this.resetPassivation(host);
     return host;
   }
 
@@ -349,14 +358,20 @@ export class Runtime implements HostOwner {
     let waking = this.waking.get(agentId);
     if (!waking) {
       waking = (async () => {
-        const agent = await this.store.getAgent(agentId);
-        if (agent?.status !== 'active' || this.closing) return undefined;
-        const checkpoint = agent.lastSeq > 0 ? await this.store.getCheckpoint(agentId, agent.lastSeq) : undefined;
-        return this.live.get(agentId) ?? (await this.activate(agent, checkpoint));
+        // One read for the agent and its last checkpoint. Events committed meanwhile are not lost: their
+        // senders offer them to the host this wake returns, and activate reads those already pending.
+        const restorable = await this.store.loadRestorable(agentId);
+        if (!restorable || this.closing) return undefined;
+        return this.live.get(agentId) ?? (await this.activate(restorable.agent, restorable.checkpoint));
       })().finally(() => this.waking.delete(agentId));
       this.waking.set(agentId, waking);
     }
     return waking;
+  }
+
+  /** With passivation on, (re)starts the host's countdown to leaving memory. */
+  private resetPassivation(host: AgentHost): void {
+    if (this.passivateAfterMs !== undefined) this.schedulePassivation(host, this.passivateAfterMs);
   }
 
   private schedulePassivation(host: AgentHost, afterMs: number): void {
@@ -402,13 +417,15 @@ export class Runtime implements HostOwner {
     );
   }
 
-  private machineNamed(name: string): RegisteredMachine {
+  /** The registered machine of that name; NotFoundError (`machine`) if there is none. */
+  machineNamed(name: string): RegisteredMachine {
     const machine = this.machines.get(name);
     if (!machine) throw new NotFoundError('machine', name);
     return machine;
   }
 
-  private async agentOrThrow(agentId: string): Promise<AgentRecord> {
+  /** The agent's stored row; NotFoundError (`agent`) if there is none. */
+  async agentOrThrow(agentId: string): Promise<AgentRecord> {
     const agent = await this.store.getAgent(agentId);
     if (!agent) throw new NotFoundError('agent', agentId);
     return agent;
@@ -423,8 +440,7 @@ function validateEvent(machine: RegisteredMachine, event: InboxEvent): InboxEven
   if (!schema) return event;
   const result = schema.safeParse(event);
   if (!result.success) {
-    const detail = result.error.issues.map((i) => `${i.path.join('.') || '(event)'}: ${i.message}`).join('; ');
-    throw new InvalidEventError(machine.name, event.type, machine.eventTypes, `Invalid "${event.type}" event: ${detail}.`);
+    throw new InvalidEventError(machine.name, event.type, machine.eventTypes, `Invalid "${event.type}" event: ${describeIssues(result.error)}.`);
   }
   return result.data as InboxEvent;
 }
@@ -433,11 +449,18 @@ function parseWith(schema: RegisteredMachine['input'], value: unknown, what: str
   if (!schema) return value;
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const detail = result.error.issues.map((i) => `${i.path.join('.') || what}: ${i.message}`).join('; ');
-  throw new InvalidInputError(`Invalid ${what}: ${detail}.`);
+  throw new InvalidInputError(`Invalid ${what}: ${describeIssues(result.error)}.`);
 }
 
-function parseSnapshot(text: string, machine: RegisteredMachine): unknown {
+/** The parts of an XState persisted snapshot the runtime reads itself. */
+interface PersistedSnapshot {
+  value: unknown;
+  status: unknown;
+  context?: unknown;
+  children?: Record<string, { src?: unknown }>;
+}
+
+function parseSnapshot(text: string, machine: RegisteredMachine): PersistedSnapshot {
   let snapshot: unknown;
   try {
     snapshot = JSON.parse(text);
@@ -449,14 +472,15 @@ function parseSnapshot(text: string, machine: RegisteredMachine): unknown {
   }
   // XState silently drops a child whose src it cannot resolve, leaving the agent stuck forever in
   // the invoking state (XSTATE-NOTES Q2): refuse it here, loudly.
-  const children = (snapshot as { children?: Record<string, { src?: unknown }> }).children ?? {};
+  const parsed = snapshot as PersistedSnapshot;
+  const children = parsed.children ?? {};
   const known = machine.durable.implementations.actors;
   for (const [id, child] of Object.entries(children)) {
     if (typeof child?.src !== 'string' || !(child.src in known)) {
       throw new Error(`its snapshot has a running actor "${id}" whose logic "${String(child?.src)}" is not registered`);
     }
   }
-  return snapshot;
+  return parsed;
 }
 
 function liveView(host: AgentHost, latest: CommittedCheckpoint): AgentView {

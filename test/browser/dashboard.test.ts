@@ -9,7 +9,6 @@
 import { serve, type ServerType } from '@hono/node-server';
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -20,6 +19,7 @@ import { agentDefinition } from '../../src/runtime/agent-definition.js';
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
 import type { AgentView } from '../../src/runtime/views.js';
 import { createServer } from '../../src/server.js';
+import { tempDir } from '../helpers/temp.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -57,7 +57,7 @@ beforeAll(async () => {
     throw new Error(`${CHROMIUM} is missing: the browser tests need Debian's Chromium (apt-get install -y chromium).`);
   }
   fs.mkdirSync(SCREENSHOTS, { recursive: true });
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'durable-agents-browser-'));
+  dir = tempDir('durable-agents-browser-');
   fake = await startFakeOpenAI();
   fake.setLatency((call) => (call.userContent === SLOW_TASK ? 1_500 : 5));
   runtime = await createRuntime({

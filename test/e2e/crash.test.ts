@@ -36,6 +36,8 @@ class Worker {
   readonly whenReady: Promise<void>;
   readonly exited: Promise<NodeJS.Signals | number | null>;
   private readonly child: ChildProcess;
+  /** Resolves once the process has exited and its stdio is closed (its stderr fully read). */
+  private readonly closed: Promise<void>;
 
   constructor(db: string, llmUrl: string, commitDelayMs: number) {
     // The shipped default: synchronous=FULL with group commit.
@@ -52,11 +54,17 @@ class Worker {
       if (message.ready) (this.ready = true), onReady();
       if (message.ack !== undefined) this.acks.add(message.ack);
     });
+    // Whatever a worker wrote to stderr, killed or not (an uncaught error, a warning, a failed
+    // start-up): it runs with logs silenced, so anything there is a fault. Collected once the
+    // streams are closed, which comes after `exit`.
     let stderr = '';
     this.child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    this.child.once('exit', (_code, signal) => {
-      if (signal !== 'SIGKILL' && stderr.trim()) this.errors.push(stderr);
-    });
+    this.closed = new Promise((resolve) =>
+      this.child.once('close', () => {
+        if (stderr.trim()) this.errors.push(stderr);
+        resolve();
+      }),
+    );
     this.child.stdin!.on('error', () => {}); // writes racing a kill
   }
 
@@ -64,9 +72,12 @@ class Worker {
     this.child.stdin!.write(`${JSON.stringify(command)}\n`);
   }
 
-  async kill(): Promise<void> {
+  /** SIGKILL; resolves with whether it landed on a live process (false: the worker had exited on its own). */
+  async kill(): Promise<boolean> {
     this.child.kill('SIGKILL');
-    await this.exited;
+    const ended = await this.exited;
+    await this.closed;
+    return ended === 'SIGKILL';
   }
 }
 
@@ -161,7 +172,9 @@ describe('crash recovery under SIGKILL', () => {
       }
     };
 
+    /** Kills that landed on a live worker, and among them those after it was ready (running agents). */
     let kills = 0;
+    let killsWhileRunning = 0;
     for (let round = 0; round < KILLS; round++) {
       const pending = commands.filter((c) => !acked.has(c.n));
       const plan = planRound();
@@ -172,9 +185,13 @@ describe('crash recovery under SIGKILL', () => {
       const timers = plan.sends.map(({ at, command }) => setTimeout(() => worker.send(command), at));
       if (!plan.killDuringStartup) await worker.whenReady;
       await sleep(plan.killAfter);
-      await worker.kill();
+      const wasRunning = worker.ready;
+      const landed = await worker.kill();
       timers.forEach(clearTimeout);
-      kills++;
+      if (landed) {
+        kills++;
+        if (wasRunning) killsWhileRunning++;
+      }
       for (const n of worker.acks) acked.add(n);
       expect(worker.errors).toEqual([]);
       readCommittedAnswers(Date.now());
@@ -205,7 +222,8 @@ describe('crash recovery under SIGKILL', () => {
       await sleep(100);
     }
     for (const n of final.acks) acked.add(n);
-    await final.kill();
+    expect(await final.kill()).toBe(true); // still alive at the end: it never exited on its own
+    expect(final.errors).toEqual([]);
 
     // 1. Acknowledged work is never lost: every command acknowledged, every task's effect delivered.
     expect(acked.size).toBe(commands.length);
@@ -239,11 +257,14 @@ describe('crash recovery under SIGKILL', () => {
 
     const duplicates = sink.deliveries.length - deliveredKeys.size;
     console.log(
-      `crash test seed=${SEED}: ${kills} kills, ${commands.length} commands, ${totalTasks} tasks, ` +
+      `crash test seed=${SEED}: ${kills} kills (${killsWhileRunning} while running agents), ${commands.length} commands, ${totalTasks} tasks, ` +
         `${fake.calls.length} LLM calls (${committedAt.size} answers committed before a kill), ` +
         `${sink.deliveries.length} webhook deliveries, ${duplicates} repeated deliveries (same key, same body)`,
     );
+    // Every kill landed on a live worker (none had exited on its own), most of them while it ran agents.
+    expect(kills).toBe(KILLS);
     expect(kills).toBeGreaterThanOrEqual(20);
+    expect(killsWhileRunning).toBeGreaterThan(KILLS / 2);
     // Not a vacuous run: most answers were committed while processes were still being killed.
     expect(committedAt.size).toBeGreaterThan(totalTasks / 2);
   }, 240_000);

@@ -3,11 +3,11 @@
 // with SIGKILL mid-run and restarted on the same SQLite file.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AgentView } from '../../src/runtime/views.js';
+import { tempDir } from '../helpers/temp.js';
 import { sseReader } from '../http/harness.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { startWebhookSink, type WebhookSink } from '../support/webhook-sink.js';
@@ -114,7 +114,7 @@ async function waitForAgent(server: ServerProcess, id: string, done: (v: AgentVi
 }
 
 function setUp() {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'durable-agents-e2e-'));
+  dir = tempDir('durable-agents-e2e-');
   return path.join(dir, 'agents.db');
 }
 

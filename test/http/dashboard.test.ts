@@ -2,7 +2,8 @@
 // script, the login cookie and how they sit beside the JSON API.
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventFields } from '../../src/http/dashboard/index.js';
-import { activeStatePaths, formatStateValue, layoutStatechart, transitionLabel } from '../../src/http/dashboard/statechart.js';
+import { stateText } from '../../src/observability/action-outcome.js';
+import { activeStatePaths, layoutStatechart, transitionLabel } from '../../src/http/dashboard/statechart.js';
 import { agentEventSchemas } from '../../src/machines/agent-schemas.js';
 import { agentMachine } from '../../src/machines/agent.js';
 import { isIdleWith, JSON_HEADERS, readJson, spawn, testApp, waitForView, type TestApp } from './harness.js';
@@ -204,8 +205,8 @@ describe('dashboard building blocks', () => {
     expect(activeStatePaths('idle')).toEqual(['idle']);
     expect(activeStatePaths({ callingLLM: 'requesting' })).toEqual(['callingLLM', 'callingLLM.requesting']);
     expect(activeStatePaths({ a: { b: 'c' }, d: 'e' })).toEqual(['a', 'a.b', 'a.b.c', 'd', 'd.e']);
-    expect(formatStateValue({ callingLLM: 'requesting' })).toBe('callingLLM.requesting');
-    expect(formatStateValue(null)).toBe('—');
+    expect(stateText({ callingLLM: 'requesting' })).toBe('callingLLM.requesting');
+    expect(stateText(null)).toBe('—');
     expect(transitionLabel('xstate.error.actor.llm', { type: 'mayRetry' })).toBe('llm error [mayRetry]');
     expect(transitionLabel('xstate.after.1000.agent.x', undefined)).toBe('after 1000');
   });

@@ -1,7 +1,6 @@
 // Test harness for the HTTP layer: a real runtime on a temp SQLite file with the simulated LLM,
 // driven through `app.request()` (no port).
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
@@ -16,6 +15,8 @@ import { agentDefinition } from '../../src/runtime/agent-definition.js';
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
 import type { AgentView } from '../../src/runtime/views.js';
 import { createServer, type ServerOptions } from '../../src/server.js';
+import { isIdleWithProgress } from '../helpers/runtime.js';
+import { tempDir } from '../helpers/temp.js';
 
 /** A second machine, so that "same id, other machine" (409) can be tested. */
 const toggleDefinition = {
@@ -35,7 +36,7 @@ export interface TestApp {
 export async function testApp(
   options: { llm?: LlmClient; token?: string; bodyLimit?: number; shutdown?: AbortSignal } = {},
 ): Promise<TestApp> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'durable-agents-http-'));
+  const dir = tempDir('durable-agents-http-');
   const store = await openSqliteStore(path.join(dir, 'agents.db'));
   const { logger, logs } = captureLogs();
   const runtime = await createRuntime({
@@ -114,7 +115,8 @@ export async function waitForView(
   return last!;
 }
 
-export const isIdleWith = (progress: number) => (v: AgentView) => v.state === 'idle' && v.progress === progress;
+/** The shared predicate (test/helpers/runtime.ts), under the name the HTTP tests use. */
+export const isIdleWith = isIdleWithProgress;
 
 /** Everything a bad request must leave untouched: agent rows, their inboxes and checkpoints. */
 export async function storeContents(store: Store) {

@@ -3,13 +3,12 @@
 // XState's own createMachine, it must give the same chart (states, transitions, guards, actions,
 // invokes) as the machine the runtime runs.
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { assign, createMachine, fromPromise, setup, type AnyStateMachine, type StateNode } from 'xstate';
-import { mountStatelyRoute } from '../../src/http/stately-route.js';
 import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
 import { agentDefinition } from '../../src/runtime/agent-definition.js';
 import { createServer } from '../../src/server.js';
-import { startRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { runtimesClosedAfterEach } from '../helpers/runtime.js';
 
 /** A user's machine with the things that must not leak or break: a secret, a state named like one, inline logic. */
 const vaultMachine = setup({ actors: { unlock: fromPromise(async () => 'open') } }).createMachine({
@@ -34,18 +33,14 @@ const vaultMachine = setup({ actors: { unlock: fromPromise(async () => 'open') }
   },
 });
 
-const opened: TestRuntime[] = [];
-afterEach(async () => {
-  for (const t of opened.splice(0)) await t.runtime.close();
-});
+const startRuntime = runtimesClosedAfterEach();
 
+/** The app as served: createServer mounts the Stately route (after auth) itself. */
 async function app(token?: string) {
   const t = await startRuntime({
     machines: [agentDefinition({ llm: createSimulatedLlm() }), { name: 'vault', machine: vaultMachine }],
   });
-  opened.push(t);
   const server = createServer({ runtime: t.runtime, ...(token ? { token } : {}) });
-  mountStatelyRoute(server, t.runtime);
   return { server, runtime: t.runtime };
 }
 

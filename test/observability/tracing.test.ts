@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { Hono } from 'hono';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { httpTracing } from '../../src/http/tracing.js';
 import { createOpenAiClient } from '../../src/llm/openai-client.js';
@@ -158,8 +158,14 @@ describe('export only when OTEL_* asks', () => {
     const receiver = await startOtlpReceiver();
     cleanups.push(() => receiver.close());
 
-    // No OTEL_* variable: no SDK is registered, nothing records, so nothing can be sent.
-    await runServe({});
+    // No OTEL_* variable in the environment serve is given: no SDK is registered, nothing records,
+    // so nothing is sent, even with the receiver's endpoint in this process's own environment.
+    vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', receiver.url);
+    try {
+      await runServe({});
+    } finally {
+      vi.unstubAllEnvs();
+    }
     expect(receiver.requests).toEqual([]);
     expect(trace.getTracer('probe').startSpan('probe').isRecording()).toBe(false);
 

@@ -4,10 +4,22 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ConflictError, InvalidInputError, NotFoundError } from '../../src/errors.js';
-import type { Store, Write } from '../../src/persistence/store.js';
-import { appendEvent } from '../../src/persistence/write-results.js';
+import type { AppendResult, InboxEvent, Store, Write } from '../../src/persistence/store.js';
 
 const at = (ms = 0) => new Date(Date.UTC(2026, 10, 30, 5, 41, 7, ms)).toISOString();
+
+/**
+ * Commits one event on its own (the runtime batches events through its group committer instead):
+ * its seq, or the refusal thrown (unknown agent, agent not active).
+ */
+export async function appendEvent(store: Store, agentId: string, event: InboxEvent, idempotencyKey?: string): Promise<AppendResult> {
+  const [result] = await store.commit([
+    { kind: 'event', agentId, event, idempotencyKey: idempotencyKey ?? null, at: new Date().toISOString() },
+  ]);
+  if (result && 'refused' in result) throw result.refused;
+  if (!result) throw new Error('The store returned no result for an event write.');
+  return result;
+}
 
 export function checkpoint(agentId: string, seq: number, extra: Partial<Extract<Write, { kind: 'checkpoint' }>> = {}): Write {
   return {
@@ -126,6 +138,17 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       await store.close();
     });
 
+    it('refuses a checkpoint for an unknown agent and rolls its whole batch back', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      await expect(store.commit([checkpoint('a1', 1), checkpoint('ghost', 1)])).rejects.toBeInstanceOf(NotFoundError);
+      expect(await store.getAgent('ghost')).toBeUndefined();
+      expect(await store.getCheckpoint('ghost', 1)).toBeUndefined();
+      expect(await store.listCheckpoints('a1')).toEqual([]);
+      expect(await store.getAgent('a1')).toMatchObject({ lastSeq: 0, state: null });
+      await store.close();
+    });
+
     it('records an effect once under its key', async () => {
       const store = await open();
       await store.createAgent(newAgent('a1'));
@@ -192,6 +215,30 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       const ids = async (skipResting: boolean) => (await store.loadActiveAgents({ skipResting })).map((r) => r.agent.id);
       expect(await ids(true)).toEqual(['working', 'resting-with-mail']);
       expect(await ids(false)).toEqual(['working', 'resting', 'resting-with-mail']);
+      await store.close();
+    });
+
+    it('loads one active agent as recovery would, and nothing for others', async () => {
+      const store = await open();
+      for (const id of ['fresh', 'busy', 'stopped']) await store.createAgent(newAgent(id));
+      await store.commit([
+        checkpoint('busy', 1),
+        checkpoint('busy', 2, { inboxPosition: 1, resting: true }),
+        { kind: 'status', agentId: 'stopped', status: 'stopped', error: null, at: at() },
+      ]);
+      await appendEvent(store, 'busy', { type: 'x' });
+      await appendEvent(store, 'busy', { type: 'y' });
+      const all = await store.loadActiveAgents();
+      const fresh = await store.loadRestorable('fresh');
+      const busy = await store.loadRestorable('busy');
+      expect(fresh).toEqual(all.find((r) => r.agent.id === 'fresh'));
+      expect(busy).toEqual(all.find((r) => r.agent.id === 'busy'));
+      expect(fresh).toMatchObject({ agent: { id: 'fresh', machine: 'agent', inboxPosition: 0, eventSeq: 0, input: newAgent('fresh').input } });
+      expect(fresh?.checkpoint).toBeUndefined();
+      expect(busy?.agent).toEqual({ id: 'busy', machine: 'agent', inboxPosition: 1, eventSeq: 2, createdAt: at() });
+      expect(busy?.checkpoint).toMatchObject({ agentId: 'busy', seq: 2, state: 's2', snapshot: (checkpoint('busy', 2) as { snapshot: string }).snapshot });
+      expect(await store.loadRestorable('stopped')).toBeUndefined();
+      expect(await store.loadRestorable('nobody')).toBeUndefined();
       await store.close();
     });
 

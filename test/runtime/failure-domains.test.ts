@@ -1,7 +1,6 @@
 // The reference agent's failure domains through the REAL stack: the runtime, a SQLite file, the
 // official `openai` client over HTTP to a fake Chat Completions server, and fetch to a webhook sink.
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createOpenAiClient } from '../../src/llm/openai-client.js';
@@ -11,6 +10,7 @@ import type { ActionRecord } from '../../src/persistence/store.js';
 import { agentDefinition } from '../../src/runtime/agent-definition.js';
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
 import type { AgentView } from '../../src/runtime/views.js';
+import { tempDir } from '../helpers/temp.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { startWebhookSink, type WebhookSink } from '../support/webhook-sink.js';
 
@@ -22,7 +22,7 @@ let sink: WebhookSink;
 let runtime: Runtime;
 
 beforeEach(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'da-'));
+  dir = tempDir();
   fake = await startFakeOpenAI();
   sink = await startWebhookSink();
   const llm = createOpenAiClient({ baseURL: fake.url, apiKey: 'test' });

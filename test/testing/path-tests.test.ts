@@ -209,7 +209,9 @@ describe('pathTests: the crash comparison', () => {
     const path = suite.paths.find((p) => p.steps.at(-1)!.status === 'error')!;
     expect(path.name).toBe('#2 start → job.error ⇒ working (error)');
     expect(await path.run()).toMatchObject({ state: 'working', status: 'error' });
-    for (const c of suite.crashCases.filter((x) => x.path === path)) await c.run();
+    const cases = suite.crashCases.filter((x) => x.path === path);
+    expect(cases.map((c) => c.crashAfter)).toEqual([0, 1, 2]); // after spawn, after start, after job.error
+    for (const c of cases) await c.run();
   });
 
   it('fails when a restored run starts an actor with another input than the uninterrupted run', async () => {

@@ -3,7 +3,8 @@ import type { ActionRecord, AgentRecord, CheckpointSummary } from '../../persist
 import type { AgentView } from '../../runtime/views.js';
 import { age, asText, clock, pick, pretty, shorten } from './format.js';
 import { Layout, StatusBadge } from './layout.js';
-import { transitionLabel, formatStateValue, type ChartDiagram } from './statechart.js';
+import { EFFECT_ACTION, LLM_ACTION, readAction, stateText } from '../../observability/action-outcome.js';
+import { transitionLabel, type ChartDiagram } from './statechart.js';
 import { Statechart } from './statechart-svg.js';
 
 /** A field an event form asks for: strings as text, anything else as JSON. */
@@ -55,15 +56,12 @@ const ErrorText: FC<{ error: unknown }> = ({ error }) => {
 
 /** One action-log row: LLM calls show prompt and answer, effects their key and result, others their JSON. */
 const ActionRow: FC<{ action: ActionRecord }> = ({ action }) => {
-  const ok = pick(action.result, 'ok') === true;
-  const ms = pick(action.result, 'ms');
-  const attempt = pick(action.payload, 'attempt');
-  const input = pick(action.payload, 'input');
-  const output = pick(action.result, 'output');
+  const { outcome, ms, attempt, input, output } = readAction(action);
+  const ok = outcome === 'ok';
   const error = pick(action.result, 'error');
   let what;
   let result;
-  if (action.action === 'callLlm') {
+  if (action.action === LLM_ACTION) {
     const system = asText(pick(input, 'system'));
     const task = asText(pick(input, 'task'));
     what = (
@@ -74,7 +72,7 @@ const ActionRow: FC<{ action: ActionRecord }> = ({ action }) => {
       </>
     );
     result = ok ? <Text value={asText(output)} /> : <ErrorText error={error} />;
-  } else if (action.action === 'runSideEffect') {
+  } else if (action.action === EFFECT_ACTION) {
     const key = asText(pick(output, 'idempotencyKey'));
     const webhook = asText(pick(input, 'webhook'));
     what = (
@@ -96,7 +94,7 @@ const ActionRow: FC<{ action: ActionRecord }> = ({ action }) => {
       <ErrorText error={error} />
     );
   } else {
-    what = <Text value={asText(input ?? action.payload)} />;
+    what = <Text value={asText(pick(action.payload, 'input') ?? action.payload)} />;
     result = ok ? <Text value={asText(output)} /> : <ErrorText error={error ?? action.result} />;
   }
   return (
@@ -105,10 +103,10 @@ const ActionRow: FC<{ action: ActionRecord }> = ({ action }) => {
       <td>
         <span class={ok ? 'ok' : 'fail'}>{ok ? '✓' : '✗'}</span> {action.action}
       </td>
-      <td>{typeof attempt === 'number' ? attempt : '—'}</td>
+      <td>{attempt ?? '—'}</td>
       <td>{what}</td>
       <td>{result}</td>
-      <td class="mono">{typeof ms === 'number' ? `${ms} ms` : '—'}</td>
+      <td class="mono">{ms === undefined ? '—' : `${ms} ms`}</td>
       <td class="small muted" title={clock(action.createdAt)}>
         {clock(action.createdAt).slice(11)}
       </td>
@@ -169,8 +167,8 @@ export const AgentPage: FC<AgentPageProps> = (props) => {
             </div>
             <div>
               <span>State</span>
-              <span class={`state-name${formatStateValue(view.state).startsWith('failed') ? ' fail' : ''}`} id="state">
-                {formatStateValue(view.state)}
+              <span class={`state-name${stateText(view.state).startsWith('failed') ? ' fail' : ''}`} id="state">
+                {stateText(view.state)}
               </span>
             </div>
             <div>
@@ -250,7 +248,7 @@ export const AgentPage: FC<AgentPageProps> = (props) => {
               <button type="button" data-seq={cp.seq}>
                 <span class="mono">#{cp.seq}</span>
                 <span>
-                  <span class="state-name">{formatStateValue(cp.state)}</span>{' '}
+                  <span class="state-name">{stateText(cp.state)}</span>{' '}
                   <span class="ev">{cp.seq === 1 && cp.eventType === 'xstate.init' ? 'start' : transitionLabel(cp.eventType, undefined)}</span>
                 </span>
                 <span class="small muted" title={clock(cp.createdAt)}>

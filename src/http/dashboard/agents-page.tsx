@@ -2,7 +2,7 @@ import type { FC } from 'hono/jsx';
 import { AGENT_STATUSES, type AgentRecord, type AgentStatus } from '../../persistence/store.js';
 import { age, clock } from './format.js';
 import { Layout, StatusBadge } from './layout.js';
-import { formatStateValue } from './statechart.js';
+import { stateText } from '../../observability/action-outcome.js';
 
 export interface AgentFilters {
   machine?: string | undefined;
@@ -32,7 +32,7 @@ const query = (params: Record<string, string | undefined>) => {
 export const agentHref = (id: string) => `/ui/agents/${encodeURIComponent(id)}`;
 
 const AgentRow: FC<{ agent: AgentRecord; now: number }> = ({ agent, now }) => {
-  const state = formatStateValue(agent.state);
+  const state = stateText(agent.state);
   return (
     <tr data-agent={agent.id}>
       <td>

@@ -23,7 +23,8 @@ import { AgentsPage, type AgentFilters } from './agents-page.js';
 import { CLIENT_SCRIPT } from './client.js';
 import { CLIENT_SCRIPT_PATH, Layout } from './layout.js';
 import { LoginPage } from './login-page.js';
-import { formatStateValue, layoutStatechart, type ChartDiagram } from './statechart.js';
+import { stateText } from '../../observability/action-outcome.js';
+import { layoutStatechart, type ChartDiagram } from './statechart.js';
 
 export const SESSION_COOKIE = 'durable_agents_token';
 export const LOGIN_PATH = '/ui/login';
@@ -86,15 +87,16 @@ export function createDashboard({ runtime, token }: DashboardOptions) {
 
   app.get('/ui/agents/:id', async (c) => {
     const id = c.req.param('id');
+    // The row is read for what a view does not carry (its error, its checkpoint count).
     const record = await runtime.store.getAgent(id);
     if (!record) return c.html(<NotFound what={`No agent with id "${id}".`} auth={auth} />, 404);
-    const [view, accepted, checkpoints, actions] = await Promise.all([
+    const [view, checkpoints, actions] = await Promise.all([
       runtime.view(id),
-      runtime.acceptedEvents(id),
       // Only what the page shows: a long-lived agent's whole history would be read at every update.
       runtime.store.listCheckpoints(id, { newest: MAX_CHECKPOINTS_SHOWN }),
       runtime.store.listActions(id, { newest: MAX_ACTIONS_SHOWN }),
     ]);
+    const accepted = runtime.acceptedEvents(view);
     const machine = runtime.machines.get(view.machine);
     const diagram = machine ? await diagramFor(machine, c.get('log')) : undefined;
     const events = (machine?.eventTypes ?? []).map((type) => ({ type, fields: eventFields(machine?.events[type]) }));
@@ -170,7 +172,7 @@ function readFilters(query: Record<string, string>): AgentFilters {
 async function listAgents(runtime: Runtime, filters: AgentFilters): Promise<{ agents: AgentRecord[]; nextCursor: string | null }> {
   const needle = filters.q?.toLowerCase();
   const matches = (a: AgentRecord) =>
-    !needle || [a.id, a.machine, a.status, formatStateValue(a.state)].some((field) => field.toLowerCase().includes(needle));
+    !needle || [a.id, a.machine, a.status, stateText(a.state)].some((field) => field.toLowerCase().includes(needle));
   const agents: AgentRecord[] = [];
   let cursor = filters.cursor;
   let nextCursor: string | null = null;

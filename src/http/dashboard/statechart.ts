@@ -201,7 +201,7 @@ export async function layoutStatechart(machine: AnyStateMachine): Promise<ChartD
     for (const child of node.children ?? []) {
       const x = child.x ?? 0;
       const y = child.y ?? 0;
-      if (child.id.endsWith('.__initial') || child.id === '.__initial') {
+      if (child.id.endsWith('.__initial')) {
         initials.push({ x: x + INITIAL_DOT / 2, y: y + INITIAL_DOT / 2 });
         continue;
       }
@@ -255,14 +255,3 @@ export function activeStatePaths(value: unknown, prefix = ''): string[] {
   ]);
 }
 
-/** `{callingLLM: 'requesting'}` → `callingLLM.requesting` (parallel regions joined with `, `). */
-export function formatStateValue(value: unknown): string {
-  if (typeof value === 'string') return value;
-  if (!value || typeof value !== 'object') return value === null || value === undefined ? '—' : String(value);
-  return Object.entries(value as Record<string, unknown>)
-    .map(([key, child]) => {
-      const inner = formatStateValue(child);
-      return child && (typeof child === 'string' || typeof child === 'object') ? `${key}.${inner}` : key;
-    })
-    .join(', ');
-}

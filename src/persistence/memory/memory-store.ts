@@ -42,7 +42,7 @@ export class MemoryStore implements Store {
 
   async createAgent(agent: NewAgent) {
     const existing = this.agents.get(agent.id);
-    if (existing) return { agent: { ...existing.record }, created: false };
+    if (existing) return { agent: rowCopy(existing.record), created: false };
     const first = agent.snapshot;
     const record: AgentRecord = {
       id: agent.id,
@@ -61,12 +61,12 @@ export class MemoryStore implements Store {
     };
     const checkpoints = first ? [{ ...first, state: copy(first.state), agentId: agent.id, seq: 1, createdAt: agent.createdAt }] : [];
     this.agents.set(agent.id, { pos: this.nextPos++, resting: false, record, checkpoints, events: [], actions: [] });
-    return { agent: { ...record }, created: true };
+    return { agent: rowCopy(record), created: true };
   }
 
   async getAgent(id: string) {
     const data = this.agents.get(id);
-    return data && { ...data.record };
+    return data && rowCopy(data.record);
   }
 
   async listAgents(query: AgentQuery): Promise<Page<AgentRecord>> {
@@ -80,7 +80,7 @@ export class MemoryStore implements Store {
     );
     const page = matching.slice(0, query.limit);
     const last = page.at(-1);
-    return { items: page.map((a) => ({ ...a.record })), nextCursor: matching.length > query.limit && last ? String(last.pos) : null };
+    return { items: page.map((a) => rowCopy(a.record)), nextCursor: matching.length > query.limit && last ? String(last.pos) : null };
   }
 
   private append(agentId: string, event: InboxEvent, idempotencyKey: string | null, at: string): AppendResult {
@@ -125,15 +125,18 @@ export class MemoryStore implements Store {
   private apply(w: Exclude<Write, { kind: 'event' }>, data: AgentData): undefined {
     const record = data.record;
     switch (w.kind) {
-      case 'checkpoint':
+      case 'checkpoint': {
+        // One copy, shared by the checkpoint and the agent row: nothing here mutates it, and reads copy it.
+        const state = copy(w.state);
         data.checkpoints.push({
           agentId: w.agentId, seq: w.seq, machineVersion: w.machineVersion, eventType: w.eventType,
-          state: copy(w.state), status: w.status, progress: w.progress, snapshot: w.snapshot, createdAt: w.createdAt,
+          state, status: w.status, progress: w.progress, snapshot: w.snapshot, createdAt: w.createdAt,
         });
         for (const a of w.actions) data.actions.push({ seq: w.seq, ...copy(a), createdAt: w.createdAt });
-        Object.assign(record, { state: copy(w.state), status: w.status, progress: w.progress, lastSeq: w.seq, inboxPosition: w.inboxPosition, updatedAt: w.createdAt });
+        Object.assign(record, { state, status: w.status, progress: w.progress, lastSeq: w.seq, inboxPosition: w.inboxPosition, updatedAt: w.createdAt });
         data.resting = w.resting ?? false;
         return;
+      }
       case 'consume':
         record.inboxPosition = Math.max(record.inboxPosition, w.inboxPosition);
         record.updatedAt = w.at;
@@ -173,12 +176,12 @@ export class MemoryStore implements Store {
     return [...this.agents.values()]
       .filter((a) => a.record.status === 'active')
       .filter((a) => !options.skipResting || !a.resting || a.record.eventSeq > a.record.inboxPosition)
-      .map(({ record, checkpoints }) => {
-        const checkpoint = checkpoints.find((c) => c.seq === record.lastSeq);
-        const { id, machine, inboxPosition, eventSeq, createdAt } = record;
-        const agent = { id, machine, inboxPosition, eventSeq, createdAt, ...(checkpoint ? {} : { input: copy(record.input) }) };
-        return { agent, checkpoint: checkpoint && copy(checkpoint) };
-      });
+      .map(restorable);
+  }
+
+  async loadRestorable(id: string): Promise<RestorableAgent | undefined> {
+    const data = this.agents.get(id);
+    return data?.record.status === 'active' ? restorable(data) : undefined;
   }
 
   async stats(): Promise<StoreStats> {
@@ -192,6 +195,18 @@ export class MemoryStore implements Store {
   }
 
   async close(): Promise<void> {}
+}
+
+/** An agent row for a caller: its state is shared with the last checkpoint, so it is copied too. */
+function rowCopy(record: AgentRecord): AgentRecord {
+  return { ...record, state: copy(record.state) };
+}
+
+function restorable({ record, checkpoints }: AgentData): RestorableAgent {
+  const checkpoint = checkpoints.find((c) => c.seq === record.lastSeq);
+  const { id, machine, inboxPosition, eventSeq, createdAt } = record;
+  const agent = { id, machine, inboxPosition, eventSeq, createdAt, ...(checkpoint ? {} : { input: copy(record.input) }) };
+  return { agent, checkpoint: checkpoint && copy(checkpoint) };
 }
 
 function newest<T>(rows: readonly T[], options: HistoryOptions): readonly T[] {

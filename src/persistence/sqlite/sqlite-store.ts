@@ -62,6 +62,12 @@ interface CheckpointRow {
   created_at: string;
 }
 
+/** A row of RESTORABLE: the `c_` columns are null when the agent has no checkpoint yet. */
+type RestorableRow = Pick<AgentRow, 'id' | 'machine' | 'inbox_position' | 'event_seq' | 'created_at'> & {
+  input: string | null; c_seq: number | null; c_machine_version: string; c_event_type: string; c_state: string;
+  c_status: string; c_progress: number; c_snapshot: string; c_created_at: string;
+};
+
 /**
  * Active agents with their last checkpoint, and the spawn input of those that have none: what
  * recovery needs, in one query. Reading every agent column and joining every input measured twice
@@ -140,6 +146,7 @@ export class SqliteStore implements Store {
       countByStatus: q('select status, count(*) as n from agents group by status'),
       inboxDepth: q(`select sum(event_seq - inbox_position) as depth from agents where status = 'active'`),
       working: q(`${RESTORABLE} where a.status = 'active' and (a.resting = 0 or a.event_seq > a.inbox_position) order by a.pos`),
+      restorable: q(`${RESTORABLE} where a.id = ? and a.status = 'active'`),
     };
 
     this.commitBatch = db.transaction((writes: readonly Write[]) => writes.map((w) => this.applyWrite(w)));
@@ -184,7 +191,11 @@ export class SqliteStore implements Store {
         this.sql.insertCheckpoint.run(
           w.agentId, w.seq, w.machineVersion, w.eventType, state, w.status, w.progress, w.snapshot, w.createdAt,
         );
-        this.sql.updateAfterCheckpoint.run(state, w.status, w.progress, w.seq, w.inboxPosition, w.resting ? 1 : 0, w.createdAt, w.agentId);
+        const { changes } = this.sql.updateAfterCheckpoint.run(
+          state, w.status, w.progress, w.seq, w.inboxPosition, w.resting ? 1 : 0, w.createdAt, w.agentId,
+        );
+        // No agent row: throwing rolls the batch back, so no orphan checkpoint is left (as in the memory store).
+        if (changes === 0) throw new NotFoundError('agent', w.agentId);
         for (const a of w.actions) {
           this.sql.insertAction.run(w.agentId, w.seq, a.action, json(a.payload), json(a.result), w.createdAt);
         }
@@ -312,30 +323,12 @@ export class SqliteStore implements Store {
   }
 
   async loadActiveAgents(options: { skipResting?: boolean } = {}): Promise<RestorableAgent[]> {
-    const rows = (options.skipResting ? this.sql.working : this.sql.active).all() as (Pick<
-      AgentRow,
-      'id' | 'machine' | 'inbox_position' | 'event_seq' | 'created_at'
-    > & {
-      input: string | null; c_seq: number | null; c_machine_version: string; c_event_type: string; c_state: string;
-      c_status: string; c_progress: number; c_snapshot: string; c_created_at: string;
-    })[];
-    return rows.map((r) => ({
-      agent: {
-        id: r.id,
-        machine: r.machine,
-        inboxPosition: r.inbox_position,
-        eventSeq: r.event_seq,
-        createdAt: r.created_at,
-        ...(r.c_seq === null ? { input: parseOr(r.input, {}) } : {}),
-      },
-      checkpoint:
-        r.c_seq === null
-          ? undefined
-          : toCheckpoint({
-              agent_id: r.id, seq: r.c_seq, machine_version: r.c_machine_version, event_type: r.c_event_type,
-              state: r.c_state, status: r.c_status, progress: r.c_progress, snapshot: r.c_snapshot, created_at: r.c_created_at,
-            }),
-    }));
+    return ((options.skipResting ? this.sql.working : this.sql.active).all() as RestorableRow[]).map(toRestorable);
+  }
+
+  async loadRestorable(id: string): Promise<RestorableAgent | undefined> {
+    const row = this.sql.restorable.get(id) as RestorableRow | undefined;
+    return row && toRestorable(row);
   }
 
   async stats(): Promise<StoreStats> {
@@ -365,6 +358,26 @@ function toAgent(r: AgentRow): AgentRecord {
     error: r.error === null ? null : (parseOr(r.error, null) as SerializedError | null),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
+  };
+}
+
+function toRestorable(r: RestorableRow): RestorableAgent {
+  return {
+    agent: {
+      id: r.id,
+      machine: r.machine,
+      inboxPosition: r.inbox_position,
+      eventSeq: r.event_seq,
+      createdAt: r.created_at,
+      ...(r.c_seq === null ? { input: parseOr(r.input, {}) } : {}),
+    },
+    checkpoint:
+      r.c_seq === null
+        ? undefined
+        : toCheckpoint({
+            agent_id: r.id, seq: r.c_seq, machine_version: r.c_machine_version, event_type: r.c_event_type,
+            state: r.c_state, status: r.c_status, progress: r.c_progress, snapshot: r.c_snapshot, created_at: r.c_created_at,
+          }),
   };
 }
 

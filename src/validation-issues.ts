@@ -1,0 +1,20 @@
+import type { ZodError } from 'zod';
+
+/** Longest text kept of one issue: zod names every unrecognized key of an object in a single issue. */
+const MAX_ISSUE_CHARS = 200;
+
+/**
+ * A failed zod validation as one bounded line: `path: message` for the first `max` issues, joined
+ * with '; ', then `and N more` (a spawn with 10,000 bad tasks must not answer with 10,000 messages).
+ * An issue about the value as a whole is named `(value)`; messages lose their trailing period so the
+ * caller can end the sentence; an issue longer than 200 characters is cut with '…'.
+ */
+export function describeIssues(error: ZodError, max = 5): string {
+  const details = error.issues.slice(0, max).map((i) => cut(`${i.path.length ? i.path.join('.') : '(value)'}: ${i.message.replace(/\.$/, '')}`));
+  if (error.issues.length > max) details.push(`and ${error.issues.length - max} more`);
+  return details.join('; ');
+}
+
+function cut(text: string): string {
+  return text.length > MAX_ISSUE_CHARS ? `${text.slice(0, MAX_ISSUE_CHARS - 1)}…` : text;
+}
