@@ -37,7 +37,7 @@ const WORKLOADS: Record<string, { what: string; goal: string; steps: Step[] }> =
     steps: [{ script: 'recovery.ts', gc: true }],
   },
   http: {
-    what: 'POST /agents/:id/events (202 after commit) vs a bare Hono 202 route, autocannon',
+    what: 'POST /agents/:id/events (202 after commit), synchronous=FULL, vs a bare Hono 202 route, autocannon',
     goal: 'ratio ≥ 0.5',
     steps: [{ script: 'http.ts' }],
   },

@@ -22,12 +22,14 @@ const counter = setup({ types: { context: {} as { pings: number }, events: {} as
 });
 
 const mode = process.argv[2];
+/** `synchronous` of the durable server's store: FULL, the shipped default, unless `normal` is passed. */
+const synchronous = process.argv[3] === 'normal' ? 'normal' : 'full';
 let fetch: (request: Request) => Response | Promise<Response>;
 if (mode === 'durable' || mode === 'api') {
   // Wired as `serve` wires it (metrics on every transition), with request logs silenced.
   const metrics = createMetrics();
   const runtime = await createRuntime({
-    store: await openSqliteStore(tempFile(), { synchronous: process.argv[3] === 'full' ? 'full' : 'normal' }),
+    store: await openSqliteStore(tempFile(), { synchronous }),
     machines: [{ name: 'counter', machine: counter }],
     observer: metrics.observer,
   });

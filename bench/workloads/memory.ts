@@ -1,5 +1,5 @@
 /**
- * `memory`: `live`: RSS per live agent with 10,000 idle agents in memory. `passivation-large` /
+ * `memory`: `live`: RSS and heap per live agent with 10,000 idle agents in memory. `passivation-large` /
  * `passivation-small`: with passivation, RSS of a process whose database holds 100,000 agents vs one
  * holding only the working set, after 1,000 agents were woken by events and went back to rest.
  * Runs with --expose-gc so that what is measured is what stays, not garbage not yet collected.
@@ -17,12 +17,14 @@ const WORKING_SET = 1000;
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with node --expose-gc');
 
-async function settledRss(): Promise<number> {
+/** RSS and heap in use once garbage is collected. */
+async function settled(): Promise<{ rss: number; heapUsed: number }> {
   for (let i = 0; i < 3; i++) {
     gc!();
     await sleep(50);
   }
-  return process.memoryUsage().rss;
+  const { rss, heapUsed } = process.memoryUsage();
+  return { rss, heapUsed };
 }
 
 const machines = [agentDefinition({ llm: createSimulatedLlm() })];
@@ -39,13 +41,17 @@ if (phase === 'live') {
   // The same process before and after LIVE resting agents are held in memory.
   const live = await createRuntime({ store: await openSqliteStore(tempFile()), machines });
   await spawnIdle(live, 100, 'warm'); // JIT and caches, outside the measurement
-  const before = await settledRss();
+  const before = await settled();
   await spawnIdle(live, LIVE, 'live');
-  const after = await settledRss();
+  const after = await settled();
   if (live.liveAgents !== LIVE + 100) throw new Error(`expected ${LIVE + 100} live agents, got ${live.liveAgents}`);
-  const heap = process.memoryUsage().heapUsed;
   await live.close();
-  report({ bytesPerLiveAgent: Math.round((after - before) / LIVE), heapBytesPerLiveAgent: Math.round(heap / (LIVE + 100)), liveAgents: LIVE });
+  report({
+    bytesPerLiveAgent: Math.round((after.rss - before.rss) / LIVE),
+    // What the LIVE agents added to the heap, as for RSS: not the whole heap (modules, caches) divided.
+    heapBytesPerLiveAgent: Math.round((after.heapUsed - before.heapUsed) / LIVE),
+    liveAgents: LIVE,
+  });
 } else {
   // Passivation, in a fresh process per database size: the agents' rows are copied from one
   // resting agent straight into the file, then a working set is woken by events and goes back to rest.
@@ -73,7 +79,7 @@ if (phase === 'live') {
   const stride = Math.floor(agents / WORKING_SET);
   for (let i = 0; i < WORKING_SET; i++) await passivating.send(`idle-${i * stride}`, { type: 'task.add', task: 'wake up and work' });
   while (passivating.liveAgents > 0) await sleep(50);
-  const rss = await settledRss();
+  const { rss } = await settled();
   await passivating.close();
   report({ rssMb: round(rss / 2 ** 20, 1), agentsOnDisk: agents, workingSet: WORKING_SET });
 }
