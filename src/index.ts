@@ -1,7 +1,8 @@
 /** The library surface of durable-agents. */
 export { createRuntime, Runtime, type RuntimeOptions } from './runtime/runtime.js';
 export { currentAgent, type DurableAgentHandle } from './runtime/durable-machine.js';
-export type { MachineDefinition } from './runtime/machine-definition.js';
+export type { MachineDefinition, PersistedSnapshotJson, SnapshotUpgrade } from './runtime/machine-definition.js';
+export { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from './runtime/commit-barrier.js';
 export { agentDefinition, type AgentDependencies } from './runtime/agent-definition.js';
 export { agentMachine, createAgentMachine, DEFAULT_AGENT_DEFAULTS } from './machines/agent.js';
 export type * from './machines/agent-types.js';

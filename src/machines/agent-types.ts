@@ -68,7 +68,9 @@ export type AgentEvent =
   | { type: 'task.add'; task: string }
   | { type: 'retry' }
   | { type: 'task.skip' }
-  | { type: 'finish' };
+  | { type: 'finish' }
+  /** Sent by the runtime, never by users: the checkpoint of a commit barrier is durable. */
+  | { type: 'runtime.committed' };
 
 /** Input of the `callLlm` actor. Small on purpose: a pending child's input is stored in the checkpoint. */
 export interface LlmRequest {

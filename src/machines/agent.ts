@@ -1,5 +1,7 @@
 import { assign, fromPromise, setup } from 'xstate';
 import { StepError } from '../errors.js';
+import { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from '../runtime/commit-barrier.js';
+import type { SnapshotUpgrade } from '../runtime/machine-definition.js';
 import { backoffDelay, retryDelay } from '../resilience/backoff.js';
 import { nextRandom, seedFrom } from '../resilience/random.js';
 import type {
@@ -13,6 +15,20 @@ import type {
   LastError,
   LlmRequest,
 } from './agent-types.js';
+
+export const AGENT_MACHINE_VERSION = '2';
+
+/**
+ * Checkpoints of earlier versions, read as this one. Version 1 invoked an `awaitCommit` actor (id
+ * `commit`) in `persisted` where version 2 has a commit barrier: its snapshot is the same without
+ * that child, and the runtime's committed event then moves the restored agent on.
+ */
+export const AGENT_UPGRADES: Readonly<Record<string, SnapshotUpgrade>> = {
+  '1': (snapshot) => {
+    const { commit: _commit, ...children } = snapshot.children ?? {};
+    return { ...snapshot, children };
+  },
+};
 
 export const DEFAULT_AGENT_DEFAULTS: AgentDefaults = {
   model: 'gpt-4o-mini',
@@ -34,11 +50,12 @@ const unbound = (name: string) => () =>
 /**
  * The reference statechart: idle → callingLLM → persisted → sideEffect → idle, with failed and done.
  * Pure: no I/O here. The runtime provides the actors by name and commits a checkpoint before any
- * invoked actor starts, so `persisted` is entered only with the answer in context and the side
- * effect starts only once that checkpoint is durable.
+ * invoked actor starts; `persisted` (entered with the answer in context) is a commit barrier, left
+ * only once the runtime says its checkpoint is durable, so the side effect never runs on an unsaved answer.
  *
  * The actor names, invoke ids and state names below are a storage format (they are in every
- * checkpoint): never rename one without bumping `version`.
+ * checkpoint): never rename one without bumping `version` and saying in `AGENT_UPGRADES` how an
+ * older checkpoint reads in the new version.
  */
 export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAULTS) {
   return setup({
@@ -51,8 +68,6 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
       callLlm: fromPromise<string, LlmRequest>(unbound('callLlm')),
       runSideEffect: fromPromise<EffectResult, EffectRequest>(unbound('runSideEffect')),
       sleepUntil: fromPromise<void, { at: number }>(unbound('sleepUntil')),
-      // Resolves at once; the runtime starts it only after the checkpoint that invoked it is committed.
-      awaitCommit: fromPromise<void, void>(async () => {}),
     },
     guards: {
       hasQueuedTask: ({ context }) => context.queue.length > 0,
@@ -111,7 +126,7 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
     },
   }).createMachine({
     id: 'agent',
-    version: '1',
+    version: AGENT_MACHINE_VERSION,
     context: ({ input, self }) => ({
       model: input.model ?? defaults.model,
       system: input.system ?? null,
@@ -182,7 +197,8 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
         },
       },
       persisted: {
-        invoke: { id: 'commit', src: 'awaitCommit', onDone: 'sideEffect' },
+        tags: [AWAIT_COMMIT_TAG],
+        on: { [COMMITTED_EVENT]: 'sideEffect' },
       },
       sideEffect: {
         initial: 'requesting',

@@ -1,7 +1,7 @@
 import { fromPromise } from 'xstate';
 import { postWebhook } from '../effects/webhook.js';
 import type { LlmClient } from '../llm/client.js';
-import { createAgentMachine, DEFAULT_AGENT_DEFAULTS } from '../machines/agent.js';
+import { AGENT_UPGRADES, createAgentMachine, DEFAULT_AGENT_DEFAULTS } from '../machines/agent.js';
 import type { AgentDefaults, EffectRequest, EffectResult, LlmRequest } from '../machines/agent-types.js';
 import { agentEventSchemas, agentInputSchema } from '../machines/agent-schemas.js';
 import { currentAgent } from './durable-machine.js';
@@ -22,7 +22,7 @@ export function agentDefinition({ llm, defaults }: AgentDependencies): MachineDe
       sleepUntil: fromPromise<void, { at: number }>(({ input, signal }) => sleepUntil(input.at, signal)),
     },
   });
-  return { name: 'agent', machine, input: agentInputSchema, events: agentEventSchemas };
+  return { name: 'agent', machine, upgrades: AGENT_UPGRADES, input: agentInputSchema, events: agentEventSchemas };
 }
 
 /** The idempotency key of an agent's effect: one per task seq, the same at every re-run. */

@@ -2,6 +2,7 @@ import type { Actor, AnyActorRef, AnyEventObject, AnyMachineSnapshot, AnyStateMa
 import { serializeError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { ActionWrite, CheckpointBody, EventRecord, Write } from '../persistence/store.js';
+import { awaitsCommit, COMMITTED_EVENT } from './commit-barrier.js';
 import { createDurableActor, type TransitionSink } from './durable-machine.js';
 import type { RegisteredMachine } from './machine-definition.js';
 
@@ -45,6 +46,7 @@ export class AgentHost implements TransitionSink {
   private lastCommit: Promise<unknown> = Promise.resolve();
   private readonly childStarts = new Map<string, { input: unknown; startedAt: number }>();
   private stopped = false;
+  private readonly restored: boolean;
   /** The last committed checkpoint, for views. */
   latest: CommittedCheckpoint | undefined;
   /** Set by the runtime while this host waits to be passivated. */
@@ -59,6 +61,7 @@ export class AgentHost implements TransitionSink {
     inboxPosition: number,
   ) {
     this.seq = from.kind === 'restore' ? from.seq : 0;
+    this.restored = from.kind === 'restore';
     this.delivered = inboxPosition;
     const inspect = owner.inspect ? { inspect: owner.inspect } : {};
     this.actor = createDurableActor(
@@ -77,6 +80,8 @@ export class AgentHost implements TransitionSink {
     // Every actor needs an error observer: an unobserved error is re-thrown and kills the process.
     this.actor.subscribe({ error: (err) => this.fail('actor', err) });
     this.actor.start();
+    // Restored at a commit barrier: the checkpoint it came from is committed, so it may move on.
+    if (this.restored) this.releaseBarrier();
     return undefined;
   }
 
@@ -93,7 +98,7 @@ export class AgentHost implements TransitionSink {
   /** Nothing runs and nothing waits to be delivered: only a new event can move this agent. */
   isResting(): boolean {
     const snapshot = this.actor.getSnapshot() as AnyMachineSnapshot;
-    return !this.stopped && snapshot.status === 'active' && this.inbox.length === 0 && isEmpty(snapshot.children);
+    return !this.stopped && snapshot.status === 'active' && this.inbox.length === 0 && isEmpty(snapshot.children) && !awaitsCommit(snapshot);
   }
 
   /** The current (possibly not yet committed) snapshot. */
@@ -125,6 +130,7 @@ export class AgentHost implements TransitionSink {
     const status = next.status === 'done' ? 'done' : next.status === 'error' ? 'error' : 'active';
     const progress = progressOf(next);
     const action = previous ? this.actionFor(previous, event) : undefined;
+    const barrier = awaitsCommit(next);
     const commit = this.owner.commit({
       kind: 'checkpoint',
       agentId: this.agentId,
@@ -137,15 +143,20 @@ export class AgentHost implements TransitionSink {
       status,
       progress,
       snapshot: persisted,
-      resting: status === 'active' && isEmpty(next.children),
+      // A barrier is not at rest: after a crash, recovery must restore it so it can move on.
+      resting: status === 'active' && isEmpty(next.children) && !barrier,
       actions: action ? [action] : [],
     });
     this.lastCommit = commit;
     commit.then(
-      () =>
+      () => {
         this.owner.committed(this, {
           seq, eventType: event.type, action, transitionAt, state: next.value, status, progress, context: next.context, at,
-        }),
+        });
+        // Only when this is still the newest transition: a later one in the same barrier state
+        // releases it once that one is committed, so a barrier is never left on a stale checkpoint.
+        if (barrier && seq === this.seq) this.releaseBarrier();
+      },
       (err: unknown) => this.fail('commit', err),
     );
   }
@@ -183,6 +194,12 @@ export class AgentHost implements TransitionSink {
   }
 
   // --- internals ------------------------------------------------------------------------------
+
+  /** Tells a machine resting at a commit barrier that its checkpoint is durable. */
+  private releaseBarrier(): void {
+    if (this.stopped || !awaitsCommit(this.snapshot())) return;
+    this.actor.send({ type: COMMITTED_EVENT });
+  }
 
   private pump(): void {
     if (this.deliveringSeq !== undefined) return; // re-entrant call from inside a transition

@@ -9,17 +9,36 @@ export interface MachineDefinition {
   machine: AnyStateMachine;
   /** Stored beside every snapshot; defaults to `machine.version`, else "1". */
   version?: string;
+  /**
+   * Earlier versions whose checkpoints this version restores, each with the function that turns one
+   * of their persisted snapshots (parsed JSON) into one of this version. A checkpoint of any other
+   * version quarantines its agent.
+   */
+  upgrades?: Readonly<Record<string, SnapshotUpgrade>>;
   /** Validates spawn input. */
   input?: z.ZodType;
   /** Validates event payloads by type; types without a schema are accepted with any payload. */
   events?: Record<string, z.ZodType>;
-  /** Invoked actors whose calls are not worth an action-log row (timers, commit barriers). */
+  /** Invoked actors whose calls are not worth an action-log row (timers). */
   unloggedActors?: readonly string[];
+}
+
+export type SnapshotUpgrade = (snapshot: PersistedSnapshotJson) => PersistedSnapshotJson;
+
+/** An XState persisted snapshot as parsed from a checkpoint. */
+export interface PersistedSnapshotJson {
+  value: unknown;
+  status: string;
+  context?: unknown;
+  children?: Record<string, { src?: unknown; snapshot?: unknown } | undefined>;
+  [key: string]: unknown;
 }
 
 export interface RegisteredMachine {
   name: string;
   version: string;
+  /** How to read a checkpoint of an earlier version (see `MachineDefinition.upgrades`). */
+  upgrades: Readonly<Record<string, SnapshotUpgrade>>;
   /** The user's machine (for definitions, diagrams, path tests). */
   machine: AnyStateMachine;
   /** The same machine wrapped for durability: what the runtime runs. */
@@ -33,12 +52,14 @@ export interface RegisteredMachine {
   unloggedActors: ReadonlySet<string>;
 }
 
-const BUILTIN_UNLOGGED_ACTORS = ['sleepUntil', 'awaitCommit'] as const;
+const BUILTIN_UNLOGGED_ACTORS = ['sleepUntil'] as const;
 
 export function registerMachine(def: MachineDefinition): RegisteredMachine {
+  const version = def.version ?? def.machine.version ?? '1';
   return {
     name: def.name,
-    version: def.version ?? def.machine.version ?? '1',
+    version,
+    upgrades: def.upgrades ?? {},
     machine: def.machine,
     durable: makeDurable(def.machine),
     eventTypes: userEventTypes(def.machine),

@@ -1,4 +1,4 @@
-import type { Store } from '../persistence/store.js';
+import type { Store, Write } from '../persistence/store.js';
 
 /** Thrown by every store call a crashed process still attempts. */
 export class ProcessCrashedError extends Error {
@@ -14,13 +14,15 @@ export class ProcessCrashedError extends Error {
  * calls and drain the commit queue first): what was committed stays, the rest is lost, and the
  * connection is left as it was (no WAL checkpoint), exactly what a restarted process finds.
  */
-export function crashableStore(store: Store): { store: Store; crash(): void } {
+export function crashableStore(store: Store): { store: Store; crash(): void; crashBeforeCheckpoint(seq: number): void } {
   let crashed = false;
+  let crashAtSeq = Infinity;
   const fenced = new Proxy(store, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver) as unknown;
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
+        if (!crashed && property === 'commit' && reachesCheckpoint(args[0], crashAtSeq)) crashed = true;
         if (crashed) return Promise.reject(new ProcessCrashedError());
         return (value as (...a: unknown[]) => unknown).apply(target, args);
       };
@@ -31,5 +33,17 @@ export function crashableStore(store: Store): { store: Store; crash(): void } {
     crash() {
       crashed = true;
     },
+    /**
+     * Crashes the process the moment it tries to commit checkpoint `seq` or a later one: for a
+     * transition the runtime makes on its own (a commit barrier's), the only way to crash between
+     * the checkpoint before it and its own.
+     */
+    crashBeforeCheckpoint(seq: number) {
+      crashAtSeq = seq;
+    },
   };
+}
+
+function reachesCheckpoint(writes: unknown, seq: number): boolean {
+  return Array.isArray(writes) && (writes as Write[]).some((w) => w.kind === 'checkpoint' && w.seq >= seq);
 }

@@ -1,5 +1,6 @@
 import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
 import { getAdjacencyMap, getShortestPaths } from 'xstate/graph';
+import { awaitsCommit, COMMITTED_EVENT } from '../runtime/commit-barrier.js';
 import { jsonReplacer, parseSynthetic, type StateView } from './format.js';
 import { viewOf } from './replay.js';
 
@@ -63,16 +64,50 @@ export function generatePaths(machine: AnyStateMachine, options: TraversalOption
     options.simplePathDepth > 0
       ? boundedSimplePaths(adjacency, traversal.serializeState, options.simplePathDepth).map((events): EventSequence => ({ events, origin: 'simple' }))
       : [];
-  return withoutPrefixes([...shortest, ...transitions, ...simple]);
+  const finishBarrier = finishAtBarrier(adjacency, traversal.serializeState);
+  return withoutPrefixes([...shortest, ...transitions, ...simple].map(finishBarrier));
 }
 
 /**
- * A synthetic done/error event can only happen while its child runs; nothing happens to a machine
- * that is no longer active (the runtime refuses events for it).
+ * A path never ends at a commit barrier: the runtime releases it as soon as its checkpoint is
+ * committed, so what a run would see next is that release. Such paths get the committed event added.
+ */
+function finishAtBarrier(adjacency: Adjacency, serialize: (snapshot: AnyMachineSnapshot) => string) {
+  const start = Object.keys(adjacency)[0];
+  const committed: EventObject = { type: COMMITTED_EVENT };
+  return (sequence: EventSequence): EventSequence => {
+    let key = start;
+    let state: AnyMachineSnapshot | undefined;
+    for (const event of sequence.events) {
+      const next = key === undefined ? undefined : adjacency[key]?.transitions[serializeEvent(event)];
+      if (!next) return sequence;
+      state = next.state;
+      key = serialize(next.state);
+    }
+    const events = [...sequence.events];
+    // Bounded: a chart whose barriers lead only to barriers would otherwise never finish.
+    for (let i = 0; i < 10 && state && awaitsCommit(state) && key !== undefined; i++) {
+      const next = adjacency[key]?.transitions[serializeEvent(committed)];
+      if (!next) break;
+      events.push(next.event);
+      state = next.state;
+      key = serialize(next.state);
+    }
+    return { ...sequence, events };
+  };
+}
+
+/**
+ * A synthetic done/error event can only happen while its child runs; at a commit barrier, only the
+ * runtime's committed event (it is sent the moment the checkpoint commits: another event landing
+ * first is a race no run could reproduce); nothing happens to a machine that is no longer active
+ * (the runtime refuses events for it).
  */
 function eventsIn(snapshot: AnyMachineSnapshot, events: readonly EventObject[]): EventObject[] {
   if (snapshot.status !== 'active') return [];
+  const atBarrier = awaitsCommit(snapshot);
   return events.filter((e) => {
+    if (atBarrier || e.type === COMMITTED_EVENT) return atBarrier && e.type === COMMITTED_EVENT;
     const synthetic = parseSynthetic(e.type);
     return !synthetic || synthetic.id in snapshot.children;
   });

@@ -1,4 +1,5 @@
-import type { AnyActorLogic, AnyEventObject, AnyStateMachine, EventObject } from 'xstate';
+import type { AnyActorLogic, AnyEventObject, AnyStateMachine, AnyStateNode, EventObject } from 'xstate';
+import { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from '../runtime/commit-barrier.js';
 import { registerMachine, type MachineDefinition } from '../runtime/machine-definition.js';
 import { checkCrashRun } from './crash-check.js';
 import { ambiguousTypes, defaultSerializeState, eventLabel, parseSynthetic, stateLabel, type StateView } from './format.js';
@@ -83,7 +84,10 @@ export interface CrashTestCase {
 export interface PathTestSuite {
   name: string;
   invokes: InvokeInfo[];
-  /** Every event explored: yours, then the derived `xstate.done.actor.*` / `xstate.error.actor.*`. */
+  /**
+   * Every event explored: yours, then the derived `xstate.done.actor.*` / `xstate.error.actor.*`,
+   * then `runtime.committed` if a state is a commit barrier (the runtime sends it; paths wait for it).
+   */
   events: EventObject[];
   paths: PathTestCase[];
   /** For every path, one case per step k = 0 … n: crash once step k is committed. */
@@ -119,7 +123,7 @@ export function pathTests(options: PathTestOptions): PathTestSuite {
   const input = registered.input ? registered.input.parse(options.input ?? {}) : (options.input ?? {});
   const serializeState = options.serializeState ?? defaultSerializeState;
   const agentId = options.agentId ?? 'path-agent';
-  const events = [...options.events, ...syntheticEvents(invokes, outcomes)];
+  const events = [...options.events, ...syntheticEvents(invokes, outcomes), ...(hasCommitBarrier(machine) ? [{ type: COMMITTED_EVENT }] : [])];
 
   const sequences = generatePaths(machine, {
     input,
@@ -196,9 +200,17 @@ function toDefinition(machine: AnyStateMachine | MachineDefinition, name: string
   return name ? { ...machine, name } : machine;
 }
 
+function hasCommitBarrier(machine: AnyStateMachine): boolean {
+  const visit = (node: AnyStateNode): boolean => node.tags.includes(AWAIT_COMMIT_TAG) || Object.values(node.states).some(visit);
+  return visit(machine.root);
+}
+
 function checkUserEvents(events: readonly EventObject[], registered: ReturnType<typeof registerMachine>): void {
   for (const event of events) {
     if (typeof event?.type !== 'string') throw new Error(`events: ${JSON.stringify(event)} has no "type".`);
+    if (event.type.startsWith('runtime.')) {
+      throw new Error(`events: "${event.type}" is the runtime's own event; it is explored wherever it can happen, do not list it.`);
+    }
     if (event.type.startsWith('xstate.') || parseSynthetic(event.type)) {
       throw new Error(`events: "${event.type}" is XState's own event; list only yours (done/error events are derived from the invokes: use outcomes).`);
     }

@@ -13,7 +13,7 @@ describe('durable-agents paths', () => {
     const { code, lines } = await run('agent');
     expect(code).toBe(0);
     const count = pathTests(agentPathTestOptions()).paths.length;
-    expect(lines[0]).toMatch(new RegExp(`^agent \\(version 1\\): ${count} paths \\(.*\\), \\d+ crash cases$`));
+    expect(lines[0]).toMatch(new RegExp(`^agent \\(version 2\\): ${count} paths \\(.*\\), \\d+ crash cases$`));
     expect(lines[1]).toBe('coverage: 10/10 states, 17/17 transitions');
     expect(lines.filter((l) => /^#\d+ /.test(l))).toHaveLength(count);
     // A path block: its name, then one line per step: number, event, state.

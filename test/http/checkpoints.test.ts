@@ -55,7 +55,7 @@ describe('GET /agents/:id/checkpoints/:seq', () => {
     expect(body).toEqual({
       agentId: 'c1',
       seq: 2,
-      machineVersion: '1',
+      machineVersion: '2',
       eventType: stored!.eventType,
       state: stored!.state,
       status: 'active',

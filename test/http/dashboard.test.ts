@@ -209,6 +209,7 @@ describe('dashboard building blocks', () => {
     expect(stateText(null)).toBe('—');
     expect(transitionLabel('xstate.error.actor.llm', { type: 'mayRetry' })).toBe('llm error [mayRetry]');
     expect(transitionLabel('xstate.after.1000.agent.x', undefined)).toBe('after 1000');
+    expect(transitionLabel('runtime.committed', undefined)).toBe('committed');
   });
 
   it("reads an event's form fields from its zod schema", () => {

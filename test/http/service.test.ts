@@ -24,7 +24,7 @@ describe('GET /machines', () => {
     const agent = body.items.find((m: { name: string }) => m.name === 'agent');
     expect(agent).toEqual({
       name: 'agent',
-      version: '1',
+      version: '2',
       states: ['idle', 'callingLLM', 'persisted', 'sideEffect', 'failed', 'done'],
       events: ['finish', 'retry', 'task.add', 'task.skip'],
     });
@@ -36,7 +36,7 @@ describe('GET /machines', () => {
     const { status, body } = await getJson(t.app, '/machines/agent');
     expect(status).toBe(200);
     expect(body.name).toBe('agent');
-    expect(body.version).toBe('1');
+    expect(body.version).toBe('2');
     expect(body.definition).toEqual(JSON.parse(JSON.stringify(agentMachine.toJSON())));
     expect(Object.keys(body.definition.states)).toEqual(['idle', 'callingLLM', 'persisted', 'sideEffect', 'failed', 'done']);
   });

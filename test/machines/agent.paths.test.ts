@@ -11,7 +11,6 @@ describe('agent statechart: generated paths', () => {
     expect(suite.invokes.map((i) => `${i.id}:${i.src}`)).toEqual([
       'llm:callLlm',
       'llmBackoff:sleepUntil',
-      'commit:awaitCommit',
       'effect:runSideEffect',
       'effectBackoff:sleepUntil',
     ]);
@@ -21,7 +20,6 @@ describe('agent statechart: generated paths', () => {
         'xstate.error.actor.llm',
         'xstate.done.actor.llmBackoff',
         'xstate.error.actor.llmBackoff',
-        'xstate.done.actor.commit',
         'xstate.done.actor.effect',
         'xstate.error.actor.effect',
         'xstate.done.actor.effectBackoff',

@@ -6,6 +6,7 @@ import { createActor, fromPromise, waitFor, type AnyActorRef, type AnyEventObjec
 import { getShortestPaths } from 'xstate/graph';
 import { StepError } from '../../src/errors.js';
 import { createAgentMachine } from '../../src/machines/agent.js';
+import { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from '../../src/runtime/commit-barrier.js';
 import type {
   AgentContext,
   AgentDefaults,
@@ -32,8 +33,6 @@ const never = <T>() => new Promise<T>(() => {});
 interface StartOptions {
   id?: string;
   defaults?: Partial<AgentDefaults>;
-  /** Keep the chart's own `awaitCommit` (resolves at once) instead of a fake the test finishes. */
-  realCommit?: boolean;
 }
 
 /** Agents started by the current test, stopped and checked for crashes after it. */
@@ -48,7 +47,6 @@ function startAgent(input: AgentInput = {}, options: StartOptions = {}) {
       callLlm: fromPromise<string, LlmRequest>(({ input }) => (calls.llm.push(input), never())),
       runSideEffect: fromPromise<EffectResult, EffectRequest>(({ input }) => (calls.effect.push(input), never())),
       sleepUntil: fromPromise<void, { at: number }>(({ input }) => (calls.sleep.push(input), never())),
-      ...(options.realCommit ? {} : { awaitCommit: fromPromise<void, void>(() => never()) }),
     },
   });
   const actor = createActor(machine, { id: options.id ?? 'agent-1', input });
@@ -74,7 +72,8 @@ function startAgent(input: AgentInput = {}, options: StartOptions = {}) {
     llmAnswers: (answer: string) => deliver({ type: 'xstate.done.actor.llm', output: answer }),
     llmFails: (error: unknown) => deliver({ type: 'xstate.error.actor.llm', error }),
     llmBackoffEnds: () => deliver({ type: 'xstate.done.actor.llmBackoff', output: undefined }),
-    commitDone: () => deliver({ type: 'xstate.done.actor.commit', output: undefined }),
+    /** What the runtime sends once the checkpoint of `persisted` is committed. */
+    commitDone: () => deliver({ type: COMMITTED_EVENT }),
     effectDone: () => deliver({ type: 'xstate.done.actor.effect', output: { delivered: true, status: 200, idempotencyKey: 'k' } }),
     effectFails: (error: unknown) => deliver({ type: 'xstate.error.actor.effect', error }),
     effectBackoffEnds: () => deliver({ type: 'xstate.done.actor.effectBackoff', output: undefined }),
@@ -165,7 +164,7 @@ describe('structure', () => {
       { type: 'xstate.error.actor.llm', error: transient() },
       { type: 'xstate.error.actor.llm', error: permanent() },
       { type: 'xstate.done.actor.llmBackoff' },
-      { type: 'xstate.done.actor.commit' },
+      { type: COMMITTED_EVENT },
       { type: 'xstate.done.actor.effect', output: {} },
       { type: 'xstate.error.actor.effect', error: transient() },
       { type: 'xstate.error.actor.effect', error: permanent() },
@@ -272,11 +271,20 @@ describe('one task, all steps succeeding', () => {
     expect(agent.calls.effect).toEqual([{ seq: 1, task: 't1', response: 'forty-two', webhook: 'http://hook.test/x', timeoutMs: 5_000 }]);
   });
 
-  test('the chart’s own commit barrier lets persisted move on by itself', async () => {
-    const agent = startAgent({ tasks: ['t1'] }, { realCommit: true });
+  test('persisted is a commit barrier: only the runtime’s committed event moves it on, whatever else arrives', async () => {
+    const agent = startAgent({ tasks: ['t1'] });
     agent.llmAnswers('forty-two');
     expect(agent.value).toBe('persisted');
-    await waitFor(agent.actor, (s) => s.matches('sideEffect'), { timeout: 5_000 });
+    expect(agent.snapshot.hasTag(AWAIT_COMMIT_TAG)).toBe(true);
+    expect(agent.snapshot.children).toEqual({});
+    agent.send({ type: 'task.add', task: 't2' });
+    agent.send({ type: 'retry' });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(agent.value).toBe('persisted');
+    expect(agent.calls.effect).toEqual([]);
+    agent.commitDone();
+    expect(agent.value).toEqual({ sideEffect: 'requesting' });
+    expect(agent.snapshot.hasTag(AWAIT_COMMIT_TAG)).toBe(false);
     expect(agent.calls.effect).toHaveLength(1);
   });
 
@@ -714,7 +722,7 @@ describe('invariants over a long random walk', () => {
       whileRunning('llm', () => agent.llmFails(transient())),
       whileRunning('llm', () => agent.llmFails(permanent())),
       whileRunning('llmBackoff', () => agent.llmBackoffEnds()),
-      whileRunning('commit', () => agent.commitDone()),
+      () => agent.snapshot.hasTag(AWAIT_COMMIT_TAG) && agent.commitDone(),
       whileRunning('effect', () => (completedEffects++, agent.effectDone())),
       whileRunning('effect', () => agent.effectFails(transient())),
       whileRunning('effect', () => agent.effectFails(permanent())),

@@ -201,7 +201,7 @@ describe('runtime inspect option', () => {
     }, file);
     await first.spawn('agent', { id: 'r1', input: { tasks: ['t1'] } });
     await waitForView(first, 'r1', isIdleWithProgress(1));
-    expect(seen).toEqual(expect.arrayContaining(['r1', 'llm', 'commit', 'effect']));
+    expect(seen).toEqual(expect.arrayContaining(['r1', 'llm', 'effect']));
     await first.send('r1', { type: 'task.add', task: 't2' });
     await waitForView(first, 'r1', isIdleWithProgress(2));
     await first.close();

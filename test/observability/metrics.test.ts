@@ -102,7 +102,7 @@ describe('GET /metrics after a run', () => {
       .map((s) => `${s.labels.machine} ${s.labels.event} -> ${s.labels.state} x${s.value}`)
       .sort();
     expect(transitions).toEqual([
-      'agent xstate.done.actor.commit -> sideEffect x1',
+      'agent runtime.committed -> sideEffect x1',
       'agent xstate.done.actor.effect -> idle x1',
       'agent xstate.done.actor.llm -> persisted x1',
       'agent xstate.done.actor.llmBackoff -> callingLLM x1',

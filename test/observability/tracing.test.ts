@@ -63,7 +63,7 @@ describe('runtime spans', () => {
       [2, 'xstate.error.actor.llm', 'callingLLM.backingOff'],
       [3, 'xstate.done.actor.llmBackoff', 'callingLLM.requesting'],
       [4, 'xstate.done.actor.llm', 'persisted'],
-      [5, 'xstate.done.actor.commit', 'sideEffect.requesting'],
+      [5, 'runtime.committed', 'sideEffect.requesting'],
       [6, 'xstate.done.actor.effect', 'idle'],
     ]);
     for (const span of transitions) {

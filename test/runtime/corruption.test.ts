@@ -39,8 +39,8 @@ describe('state corruption is detected, isolated to its agent, and reported', ()
       snapshot: string;
     };
     store.db
-      .prepare(`update checkpoints set snapshot = ?, machine_version = ? where agent_id = 'victim' and seq = ?`)
-      .run(damage(row.snapshot), version ?? '1', row.seq);
+      .prepare(`update checkpoints set snapshot = ?, machine_version = coalesce(?, machine_version) where agent_id = 'victim' and seq = ?`)
+      .run(damage(row.snapshot), version ?? null, row.seq);
     await store.close();
     return first.file;
   }

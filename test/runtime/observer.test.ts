@@ -25,7 +25,7 @@ describe('runtime observer', () => {
     expect(transitions).toEqual([
       { seq: 1, eventType: 'xstate.init' },
       { seq: 2, eventType: 'xstate.done.actor.llm', action: 'callLlm' },
-      { seq: 3, eventType: 'xstate.done.actor.commit' },
+      { seq: 3, eventType: 'runtime.committed' },
       { seq: 4, eventType: 'xstate.done.actor.effect', action: 'runSideEffect' },
     ]);
     expect(batches.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(5); // 4 checkpoints + the effect record

@@ -1,6 +1,10 @@
 import { describe, expect, it, vi } from 'vitest';
 import { StepError } from '../../src/errors.js';
 import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
+import { agentDefinition } from '../../src/runtime/agent-definition.js';
+import { createRuntime } from '../../src/runtime/runtime.js';
+import { crashableStore } from '../../src/testing/index.js';
+import { tempDbFile } from '../helpers/temp.js';
 import { hangUntilAborted, isIdleWithProgress, recordingLlm, runtimesClosedAfterEach, waitForView } from '../helpers/runtime.js';
 
 describe('passivation: memory follows the working set', () => {
@@ -42,6 +46,24 @@ describe('passivation: memory follows the working set', () => {
     await t.runtime.spawn('agent', { id: 'a1' });
     await t.runtime.send('a1', { type: 'retry' });
     await vi.waitFor(() => expect(t.runtime.liveAgents).toBe(0));
+  });
+
+  it('restores an agent that crashed at a commit barrier: it is not at rest, and moves on once restored', async () => {
+    // A process that dies after committing `persisted` (seq 2) and before its release (seq 3).
+    const file = tempDbFile();
+    const raw = await openSqliteStore(file);
+    const { store, crashBeforeCheckpoint } = crashableStore(raw);
+    crashBeforeCheckpoint(3);
+    const crashed = await createRuntime({ store, machines: [agentDefinition({ llm: recordingLlm().llm })], reloadDelayMs: 2 ** 31 - 1 });
+    await crashed.spawn('agent', { id: 'a1', input: { tasks: ['t1'] } });
+    await vi.waitFor(async () => expect(await raw.getAgent('a1')).toMatchObject({ state: 'persisted', lastSeq: 2 }));
+    await raw.close();
+
+    // With passivation on, recovery restores only agents that are not at rest: a barrier is not.
+    const llm = recordingLlm();
+    const second = await start({ file, llm: llm.llm, passivateAfterMs: 20 });
+    await waitForView(second.runtime, 'a1', isIdleWithProgress(1));
+    expect(llm.calls).toEqual([]); // the committed answer was used, not asked for again
   });
 
   it('lets a recovered agent leave memory when the event that brought it back is ignored', async () => {

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { assign, createMachine, fromCallback, fromPromise, setup } from 'xstate';
 import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
+import { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from '../../src/runtime/commit-barrier.js';
 import { checkCrashRun } from '../../src/testing/crash-check.js';
 import { agentPathTestOptions, crashableStore, pathTests, PathTestError, ProcessCrashedError, type PathRunResult } from '../../src/testing/index.js';
 import { tempDbFile } from '../helpers/temp.js';
@@ -47,6 +48,17 @@ async function failureOf(run: Promise<unknown>): Promise<Error> {
   return error;
 }
 
+/** idle --start--> saved (a commit barrier) --runtime.committed--> sending (invokes `send`: done → idle). */
+const barrierMachine = setup({ actors: { send: never } }).createMachine({
+  id: 'barrier',
+  initial: 'idle',
+  states: {
+    idle: { on: { start: 'saved' } },
+    saved: { tags: [AWAIT_COMMIT_TAG], on: { [COMMITTED_EVENT]: 'sending' } },
+    sending: { invoke: { id: 'send', src: 'send', onDone: 'idle' } },
+  },
+});
+
 const eventsOf = (suite: ReturnType<typeof pathTests>) => suite.paths.map((p) => p.steps.slice(1).map((s) => s.event.type));
 
 describe('pathTests: synthetic events', () => {
@@ -64,9 +76,19 @@ describe('pathTests: synthetic events', () => {
     const byType = (type: string) => agent.events.filter((e) => e.type === type);
     expect(byType('xstate.done.actor.llmBackoff')).toEqual([{ type: 'xstate.done.actor.llmBackoff', output: 'early', actorId: 'llmBackoff' }]);
     expect(byType('xstate.done.actor.effectBackoff')).toEqual([{ type: 'xstate.done.actor.effectBackoff', output: 'late', actorId: 'effectBackoff' }]);
-    // `persisted` handles only done: no error event is made up for the commit barrier.
-    expect(byType('xstate.error.actor.commit')).toEqual([]);
-    expect(byType('xstate.done.actor.commit')).toHaveLength(1);
+    // No invoke of the agent is left without an error handler, so the job machine without one shows it:
+    const doneOnly = setup({ actors: { work: never } }).createMachine({
+      initial: 'a',
+      states: { a: { invoke: { id: 'w', src: 'work', onDone: 'b' } }, b: {} },
+    });
+    expect(pathTests({ machine: doneOnly, events: [] }).events.map((e) => e.type)).toEqual(['xstate.done.actor.w']);
+  });
+
+  it("explores the runtime's committed event only where the machine has a commit barrier, and refuses it as a user event", () => {
+    expect(pathTests({ machine: jobMachine, events: [{ type: 'start' }] }).events.map((e) => e.type)).not.toContain(COMMITTED_EVENT);
+    const suite = pathTests({ machine: barrierMachine, events: [{ type: 'start' }] });
+    expect(suite.events.map((e) => e.type)).toEqual(['start', 'xstate.done.actor.send', COMMITTED_EVENT]);
+    expect(() => pathTests({ machine: barrierMachine, events: [{ type: COMMITTED_EVENT }] })).toThrow(/runtime's own event/);
   });
 
   it('refuses what it cannot run faithfully, with a sentence saying what to do', () => {
@@ -256,6 +278,27 @@ describe('pathTests: the crash comparison', () => {
   });
 });
 
+describe('pathTests: commit barriers', () => {
+  const suite = pathTests({ machine: barrierMachine, events: [{ type: 'start' }] });
+
+  it('never ends a path at a barrier, and takes no other event there: the runtime releases it at once', () => {
+    expect(eventsOf(suite)).toEqual([['start', COMMITTED_EVENT, 'xstate.done.actor.send']]);
+    expect(suite.coverage.transitions.missing).toEqual([]);
+  });
+
+  it('runs the path with the runtime sending the committed event, and crashes between the barrier and its release', async () => {
+    const [path] = suite.paths;
+    const reference = await path!.run();
+    expect(reference).toMatchObject({ state: 'idle', checkpoints: 4, starts: [{ id: 'send', afterStep: 2, incarnation: 1 }] });
+    const atBarrier = suite.crashCases.find((c) => c.crashAfter === 1)!;
+    expect(atBarrier.name).toMatch(/crash after 1\/3 in saved$/);
+    const { crashed } = await atBarrier.run();
+    // The first process was cut off before its release committed: the effect starts only in the second.
+    expect(crashed.starts).toEqual([expect.objectContaining({ id: 'send', incarnation: 2 })]);
+    expect(crashed.checkpoints).toBe(4);
+  });
+});
+
 describe('crashableStore', () => {
   it('cuts a process off the database without closing it; what it committed stays for the next one', async () => {
     const file = tempDbFile();
@@ -268,6 +311,23 @@ describe('crashableStore', () => {
     const next = await openSqliteStore(file);
     expect(await next.getAgent('a1')).toMatchObject({ id: 'a1', status: 'active' });
     await next.close();
+    await raw.close();
+  });
+
+  it('crashes the process the moment it tries to commit a checkpoint at or past the given seq', async () => {
+    const raw = await openSqliteStore(tempDbFile());
+    const { store, crashBeforeCheckpoint } = crashableStore(raw);
+    const createdAt = new Date().toISOString();
+    await store.createAgent({ id: 'a1', machine: 'approval', machineVersion: '1', input: {}, createdAt });
+    crashBeforeCheckpoint(2);
+    const checkpoint = (seq: number) => ({
+      kind: 'checkpoint' as const, agentId: 'a1', seq, inboxPosition: 0, createdAt, machineVersion: '1', eventType: 'x',
+      state: 's', status: 'active' as const, progress: 0, snapshot: '{}', actions: [],
+    });
+    await store.commit([checkpoint(1)]);
+    await expect(store.commit([checkpoint(2)])).rejects.toBeInstanceOf(ProcessCrashedError);
+    await expect(store.getAgent('a1')).rejects.toBeInstanceOf(ProcessCrashedError);
+    expect((await raw.getAgent('a1'))?.lastSeq).toBe(1);
     await raw.close();
   });
 });

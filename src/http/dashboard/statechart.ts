@@ -6,6 +6,7 @@
  */
 import type { ElkExtendedEdge, ElkNode } from 'elkjs/lib/elk-api.js';
 import type { AnyStateMachine, StateNode } from 'xstate';
+import { COMMITTED_EVENT } from '../../runtime/commit-barrier.js';
 
 export interface ChartState {
   /** Dotted path from the root, e.g. `callingLLM.requesting`: what `data-state` carries. */
@@ -66,12 +67,13 @@ const INITIAL_DOT = 10;
 /** Rough text widths for the layout (the SVG uses a system sans-serif font of these sizes). */
 const textWidth = (text: string, px: number) => Math.ceil(text.length * px * 0.6);
 
-/** `xstate.done.actor.llm` → `llm done`; guards in brackets; `always` for eventless transitions. */
+/** `xstate.done.actor.llm` → `llm done`; `runtime.committed` → `committed`; guards in brackets; `always` for eventless transitions. */
 export function transitionLabel(eventType: string, guard: unknown): string {
   let label = eventType;
   const actor = /^xstate\.(done|error)\.actor\.(.+)$/.exec(eventType);
   if (actor) label = `${actor[2]} ${actor[1]}`;
   else if (eventType === '') label = 'always';
+  else if (eventType === COMMITTED_EVENT) label = 'committed';
   else if (eventType.startsWith('xstate.after.')) label = `after ${eventType.slice('xstate.after.'.length).split('.')[0]}`;
   const guardName = guardNameOf(guard);
   return guardName ? `${label} [${guardName}]` : label;
