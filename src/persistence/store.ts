@@ -179,7 +179,12 @@ export interface Store {
 
   eventsAfter(agentId: string, position: number): Promise<EventRecord[]>;
 
-  /** Group commit: every write in one transaction, in order; throws (and writes nothing) on a storage error. */
+  /**
+   * Group commit: every write in one transaction, in order; throws (and writes nothing) on a storage
+   * error. Resolves once the batch is durable. The runtime may call it again before an earlier call
+   * resolves (it writes the next batch while the previous one is being made durable): batches must
+   * be applied in call order and resolve in that order.
+   */
   commit(writes: readonly Write[]): Promise<WriteResult[]>;
 
   /** Oldest first; with `newest: n`, only the last n (still oldest first): long-lived agents have long histories. */

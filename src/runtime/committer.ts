@@ -2,12 +2,16 @@ import type { Store, Write, WriteResult } from '../persistence/store.js';
 
 /**
  * Group commit: writes enqueued in the same turn of the event loop (across all agents) go to the
- * store in one transaction. Batches are committed one after another, so the order of writes is kept.
+ * store in one transaction. Batches are pipelined: the next batch is handed to the store while the
+ * previous one is still being made durable (its fsync runs off the main thread), so agents whose
+ * writes are not in that fsync keep moving. The store applies batches in call order and resolves
+ * them in that order, so the order of writes is kept and nothing resolves before it is durable.
  */
 export class GroupCommitter {
   private pending: { write: Write; resolve: (result: WriteResult) => void; reject: (err: unknown) => void }[] = [];
   private scheduled = false;
-  private running: Promise<void> = Promise.resolve();
+  /** The newest batch handed to the store; batches settle in order, so it settles last. */
+  private newest: Promise<unknown> = Promise.resolve();
   /** Latency of each batch, for metrics. */
   onBatch?: (size: number, ms: number) => void;
 
@@ -22,40 +26,38 @@ export class GroupCommitter {
       this.pending.push({ write, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
-        setImmediate(() => {
-          this.running = this.running.then(() => this.flush());
-        });
+        setImmediate(() => this.flush());
       }
     });
   }
 
   /** Resolves once everything enqueued so far is committed (or failed). */
   async drain(): Promise<void> {
-    while (this.pending.length > 0 || this.scheduled) {
+    do {
       await new Promise((resolve) => setImmediate(resolve));
-      await this.running;
-    }
-    await this.running;
+      await this.newest.catch(() => undefined);
+    } while (this.pending.length > 0 || this.scheduled);
   }
 
-  private async flush(): Promise<void> {
+  private flush(): void {
     this.scheduled = false;
     while (this.pending.length > 0) {
       const batch = this.pending.splice(0, this.maxBatch);
       const started = performance.now();
-      let results: WriteResult[];
-      try {
-        results = await this.store.commit(batch.map((p) => p.write));
-      } catch (err) {
-        for (const p of batch) p.reject(err);
-        continue;
-      }
-      this.onBatch?.(batch.length, performance.now() - started);
-      batch.forEach((p, i) => {
-        const result = results[i];
-        if (result && 'refused' in result) p.reject(result.refused);
-        else p.resolve(result);
-      });
+      const committed = Promise.resolve().then(() => this.store.commit(batch.map((p) => p.write)));
+      this.newest = committed.then(
+        (results) => {
+          this.onBatch?.(batch.length, performance.now() - started);
+          batch.forEach((p, i) => {
+            const result = results[i];
+            if (result && 'refused' in result) p.reject(result.refused);
+            else p.resolve(result);
+          });
+        },
+        (err: unknown) => {
+          for (const p of batch) p.reject(err);
+        },
+      );
     }
   }
 }

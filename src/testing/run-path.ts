@@ -89,7 +89,9 @@ export async function runPath(plan: RunPlan, steps: readonly PathStep[], crashAf
   let at = 0;
 
   const start = async (): Promise<Process> => {
-    const raw = await openSqliteStore(file);
+    // A path checks what a process crash leaves, not a power loss: at NORMAL a commit is acknowledged
+    // as soon as it is written, so what the store shows is exactly what the runtime has acted on.
+    const raw = await openSqliteStore(file, { synchronous: 'normal' });
     raws.push(raw);
     const { store, crash, crashBeforeCheckpoint } = crashableStore(raw);
     const machine = (plan.definition.machine as AnyStateMachine).provide({

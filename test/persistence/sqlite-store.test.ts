@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { SchemaTooNewError } from '../../src/errors.js';
 import { migrations } from '../../src/persistence/sqlite/migrations.js';
 import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
@@ -63,12 +63,27 @@ describe('SQLite store files', () => {
     await expect(openSqliteStore(file)).rejects.toBeInstanceOf(SchemaTooNewError);
   });
 
-  it('fsyncs every commit (synchronous=FULL) unless asked for NORMAL', async () => {
-    const full = await openSqliteStore(tempDbFile());
-    const normal = await openSqliteStore(tempDbFile(), { synchronous: 'normal' });
-    expect(full.db.pragma('synchronous', { simple: true })).toBe(2);
-    expect(normal.db.pragma('synchronous', { simple: true })).toBe(1);
-    await full.close();
-    await normal.close();
+  it('at FULL (the default) fsyncs the WAL after every write transaction, off the main thread; at NORMAL never', async () => {
+    const fsyncs = vi.spyOn(fs, 'fsync');
+    try {
+      const fullFile = tempDbFile();
+      const full = await openSqliteStore(fullFile);
+      const normal = await openSqliteStore(tempDbFile(), { synchronous: 'normal' });
+      // SQLite itself runs at NORMAL in both: FULL's one extra fsync per commit is ours (WalFlusher).
+      expect(full.db.pragma('synchronous', { simple: true })).toBe(1);
+      expect(normal.db.pragma('synchronous', { simple: true })).toBe(1);
+      const createdAt = new Date().toISOString();
+      await normal.createAgent({ id: 'a1', machine: 'agent', machineVersion: '1', input: {}, createdAt });
+      expect(fsyncs).not.toHaveBeenCalled();
+      await full.createAgent({ id: 'a1', machine: 'agent', machineVersion: '1', input: {}, createdAt });
+      await full.commit([{ kind: 'status', agentId: 'a1', status: 'stopped', error: null, at: createdAt }]);
+      expect(fsyncs).toHaveBeenCalledTimes(2);
+      const wal = fs.statSync(`${fullFile}-wal`).ino;
+      for (const [fd] of fsyncs.mock.calls) expect(fs.fstatSync(fd).ino).toBe(wal);
+      await full.close();
+      await normal.close();
+    } finally {
+      fsyncs.mockRestore();
+    }
   });
 });
