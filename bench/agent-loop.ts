@@ -20,6 +20,8 @@ export interface LoopResult {
   checkpoints: number;
   tasks: number;
   ms: number;
+  /** Process CPU time (all threads) over the same span: steadier than `ms` when neighbours are noisy. */
+  cpuUs: number;
   bytesWritten: number;
   snapshots: string[];
 }
@@ -42,9 +44,11 @@ export async function runAgentLoop(kind: 'sqlite' | 'memory', synchronous: 'norm
   });
   const bytesBefore = writtenBytes();
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
   await Promise.all(Array.from({ length: AGENTS }, (_, i) => runtime.spawn('agent', { id: `agent-${i}`, input: { tasks } })));
   await allDone;
   const ms = performance.now() - started;
+  const cpu = process.cpuUsage(cpuBefore);
   const bytesWritten = writtenBytes() - bytesBefore;
   let checkpoints = 0;
   const snapshots: string[] = [];
@@ -54,11 +58,15 @@ export async function runAgentLoop(kind: 'sqlite' | 'memory', synchronous: 'norm
     if (i < 20) for (const c of list) snapshots.push((await store.getCheckpoint(`agent-${i}`, c.seq))!.snapshot);
   }
   await runtime.close();
-  return { checkpoints, tasks: AGENTS * TASKS, ms, bytesWritten, snapshots };
+  return { checkpoints, tasks: AGENTS * TASKS, ms, cpuUs: cpu.user + cpu.system, bytesWritten, snapshots };
 }
 
 /** The storage limit: raw better-sqlite3 INSERTs of the same snapshot bytes, one row per transaction. */
-export function rawInserts(snapshots: string[], rows: number, synchronous: 'normal' | 'full'): { perSec: number; bytesPerRow: number } {
+export function rawInserts(
+  snapshots: string[],
+  rows: number,
+  synchronous: 'normal' | 'full',
+): { perSec: number; cpuUsPerRow: number; bytesPerRow: number } {
   const db = new Database(tempFile('raw.db'));
   db.pragma('journal_mode = WAL');
   db.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
@@ -66,9 +74,11 @@ export function rawInserts(snapshots: string[], rows: number, synchronous: 'norm
   const insert = db.prepare('insert into checkpoints (agent_id, seq, snapshot) values (?, ?, ?)');
   const bytesBefore = writtenBytes();
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
   for (let i = 0; i < rows; i++) insert.run(`agent-${i % AGENTS}`, i, snapshots[i % snapshots.length]!);
   const ms = performance.now() - started;
+  const cpu = process.cpuUsage(cpuBefore);
   const bytes = writtenBytes() - bytesBefore;
   db.close();
-  return { perSec: (rows / ms) * 1000, bytesPerRow: bytes / rows };
+  return { perSec: (rows / ms) * 1000, cpuUsPerRow: (cpu.user + cpu.system) / rows, bytesPerRow: bytes / rows };
 }

@@ -42,12 +42,17 @@ if (phase === 'live') {
   const live = await createRuntime({ store: await openSqliteStore(tempFile()), machines });
   await spawnIdle(live, 100, 'warm'); // JIT and caches, outside the measurement
   const before = await settled();
-  await spawnIdle(live, LIVE, 'live');
+  await spawnIdle(live, LIVE / 2, 'first');
+  const half = await settled();
+  await spawnIdle(live, LIVE / 2, 'second');
   const after = await settled();
   if (live.liveAgents !== LIVE + 100) throw new Error(`expected ${LIVE + 100} live agents, got ${live.liveAgents}`);
   await live.close();
   report({
     bytesPerLiveAgent: Math.round((after.rss - before.rss) / LIVE),
+    // What the second half added: the cost of one more agent, without what grows once (V8's
+    // young generation, SQLite's page cache up to its limit, malloc arenas).
+    marginalBytesPerLiveAgent: Math.round((after.rss - half.rss) / (LIVE / 2)),
     // What the LIVE agents added to the heap, as for RSS: not the whole heap (modules, caches) divided.
     heapBytesPerLiveAgent: Math.round((after.heapUsed - before.heapUsed) / LIVE),
     liveAgents: LIVE,

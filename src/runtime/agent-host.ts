@@ -217,6 +217,7 @@ export class AgentHost implements TransitionSink {
 
   /** The action-log row for a transition caused by an invoked actor finishing (done or error). */
   private actionFor(previous: AnyMachineSnapshot, event: AnyEventObject): ActionWrite | undefined {
+    if (!event.type.startsWith('xstate.')) return undefined; // most events: skip the regex
     const match = /^xstate\.(done|error)\.actor\.(.+)$/.exec(event.type);
     if (!match) return undefined;
     const childId = match[2]!;
