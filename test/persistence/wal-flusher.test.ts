@@ -2,44 +2,15 @@
 // commits share it, and what a failed one does. The fsync is held by hand here (a power loss cannot
 // be staged on this machine); the store test checks the real one reaches the WAL file.
 import fs from 'node:fs';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { SqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
-import { migrate } from '../../src/persistence/sqlite/migrations.js';
-import { WalFlusher } from '../../src/persistence/sqlite/wal-flusher.js';
-import { tempDbFile } from '../helpers/temp.js';
-
-/** An fsync that waits until the test releases it (or fails it). */
-function heldFsync() {
-  const held: { fd: number; done: (err: NodeJS.ErrnoException | null) => void }[] = [];
-  return {
-    held,
-    fsync: (fd: number, done: (err: NodeJS.ErrnoException | null) => void) => void held.push({ fd, done }),
-    release: () => held.shift()!.done(null),
-    fail: () => held.shift()!.done(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' })),
-  };
-}
-
-function storeWith(sync: ReturnType<typeof heldFsync>) {
-  const file = tempDbFile();
-  fs.mkdirSync(file.slice(0, file.lastIndexOf('/')), { recursive: true });
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  migrate(db);
-  return { file, store: new SqliteStore(db, file, new WalFlusher(`${file}-wal`, sync.fsync)) };
-}
-
-const turns = async (n = 5) => {
-  for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
-};
+import { heldFsync, storeWithFsync, turns } from '../helpers/held-fsync.js';
 
 const agent = (id: string) => ({ id, machine: 'agent', machineVersion: '1', input: {}, createdAt: new Date().toISOString() });
 
 describe('WalFlusher: synchronous=FULL off the main thread', () => {
   it('acknowledges a commit only once the fsync of the WAL that follows it is done', async () => {
     const sync = heldFsync();
-    const { file, store } = storeWith(sync);
+    const { file, store } = storeWithFsync(sync);
     let acknowledged = false;
     const created = store.createAgent(agent('a1')).then(() => (acknowledged = true));
     await turns();
@@ -54,7 +25,7 @@ describe('WalFlusher: synchronous=FULL off the main thread', () => {
 
   it('has commits made during an fsync share one more, which starts only after it', async () => {
     const sync = heldFsync();
-    const { store } = storeWith(sync);
+    const { store } = storeWithFsync(sync);
     const first = store.createAgent(agent('a1'));
     await turns();
     const later = [store.createAgent(agent('a2')), store.createAgent(agent('a3')), store.createAgent(agent('a4'))];
@@ -75,7 +46,7 @@ describe('WalFlusher: synchronous=FULL off the main thread', () => {
 
   it('fails the commit whose fsync fails, and every later one, without trying again', async () => {
     const sync = heldFsync();
-    const { store } = storeWith(sync);
+    const { store } = storeWithFsync(sync);
     const first = store.createAgent(agent('a1'));
     await turns();
     sync.fail();
