@@ -149,6 +149,21 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       await store.close();
     });
 
+    it.each(['consume', 'effect', 'status'] as const)('refuses a %s write for an unknown agent and rolls its whole batch back', async (kind) => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      const ghost: Write =
+        kind === 'consume'
+          ? { kind, agentId: 'ghost', inboxPosition: 1, at: at() }
+          : kind === 'effect'
+            ? { kind, agentId: 'ghost', seq: 1, idempotencyKey: 'ghost:1', result: null, createdAt: at() }
+            : { kind, agentId: 'ghost', status: 'stopped', error: null, at: at() };
+      await expect(store.commit([checkpoint('a1', 1), ghost])).rejects.toBeInstanceOf(NotFoundError);
+      expect(await store.listCheckpoints('a1')).toEqual([]);
+      expect(await store.findEffect('ghost:1')).toBeUndefined();
+      await store.close();
+    });
+
     it('records an effect once under its key', async () => {
       const store = await open();
       await store.createAgent(newAgent('a1'));

@@ -207,14 +207,18 @@ export class SqliteStore implements Store {
         }
         return;
       }
+      // Every write names an existing agent, or the batch rolls back (as in the memory store).
       case 'consume':
-        this.sql.consume.run(w.inboxPosition, w.at, w.agentId);
+        if (this.sql.consume.run(w.inboxPosition, w.at, w.agentId).changes === 0) throw new NotFoundError('agent', w.agentId);
         return;
       case 'effect':
+        if (!this.sql.inboxOf.get(w.agentId)) throw new NotFoundError('agent', w.agentId);
         this.sql.insertEffect.run(w.idempotencyKey, w.agentId, w.seq, json(w.result), w.createdAt);
         return;
       case 'status':
-        this.sql.setStatus.run(w.status, w.error ? JSON.stringify(w.error) : null, w.at, w.agentId);
+        if (this.sql.setStatus.run(w.status, w.error ? JSON.stringify(w.error) : null, w.at, w.agentId).changes === 0) {
+          throw new NotFoundError('agent', w.agentId);
+        }
         return;
     }
   }
