@@ -3,7 +3,8 @@ import { rawInserts, runAgentLoop } from '../agent-loop.js';
 import { median, report, round } from '../lib.js';
 
 const synchronous = process.argv[2] === 'full' ? 'full' : 'normal';
-const RUNS = 3;
+// Five interleaved pairs: the medians hold up better than three against a neighbour who comes and goes.
+const RUNS = 5;
 const runtimeRates: number[] = [];
 const taskRates: number[] = [];
 const rawRates: number[] = [];
