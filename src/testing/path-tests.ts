@@ -58,7 +58,7 @@ export interface PathTestOptions {
 
 /** One generated path, runnable as a test. */
 export interface PathTestCase {
-  /** `#03 task.add → llm.done → commit.done ⇒ sideEffect.requesting` */
+  /** `#03 task.add → llm.done → runtime.committed ⇒ sideEffect.requesting` */
   name: string;
   /** steps[0] is the initial state after spawn (event `xstate.init`). */
   steps: PathStep[];
