@@ -44,7 +44,8 @@ export class AgentHost implements TransitionSink {
   private deliveringSeq: number | undefined;
   private readonly inbox: EventRecord[] = [];
   private lastCommit: Promise<unknown> = Promise.resolve();
-  private readonly childStarts = new Map<string, { input: unknown; startedAt: number }>();
+  /** Children started and not yet finished; created on first use (most live agents are idle). */
+  private childStarts: Map<string, { input: unknown; startedAt: number }> | undefined;
   private stopped = false;
   private readonly restored: boolean;
   /** The last committed checkpoint, for views. */
@@ -189,7 +190,7 @@ export class AgentHost implements TransitionSink {
     // The last checkpoint enqueued is the one whose transition invoked this child: XState starts
     // children right after `transition` returns, before anything else can transition this actor.
     return this.lastCommit.then(() => {
-      this.childStarts.set(child.id, { input, startedAt: Date.now() });
+      (this.childStarts ??= new Map()).set(child.id, { input, startedAt: Date.now() });
     });
   }
 
@@ -223,8 +224,8 @@ export class AgentHost implements TransitionSink {
     const childId = match[2]!;
     const child = previous.children[childId] as AnyActorRef | undefined;
     const src = typeof child?.src === 'string' ? child.src : childId;
-    const started = this.childStarts.get(childId);
-    this.childStarts.delete(childId);
+    const started = this.childStarts?.get(childId);
+    this.childStarts?.delete(childId);
     if (this.machine.unloggedActors.has(src)) return undefined;
     const ms = started ? Date.now() - started.startedAt : null;
     const attempt = (previous.context as { attempt?: unknown } | undefined)?.attempt;
