@@ -74,7 +74,9 @@ export class WalFlusher {
     return new Promise((resolve, reject) => {
       let fd: number;
       try {
-        fd = this.fd ??= fs.openSync(this.walFile, 'r');
+        // Read-write although nothing is written: Windows flushes only handles opened for writing.
+        // Closing it (at close()) releases no SQLite lock: SQLite locks the database and -shm files, not the WAL.
+        fd = this.fd ??= fs.openSync(this.walFile, 'r+');
       } catch (err) {
         reject(this.fail(err));
         return;
