@@ -129,6 +129,11 @@ function describeId(id: string): string {
 }
 
 /** `text`, or its first `max` characters and its length: for echoing caller input in messages and logs. */
+/** At most `max` characters, the last one an ellipsis when cut: for labels and short messages. */
+export function shorten(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
 export function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} characters)`;
 }

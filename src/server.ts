@@ -21,7 +21,10 @@ import type { Runtime } from './runtime/runtime.js';
 
 export interface ServerOptions {
   runtime: Runtime;
-  /** When set, every route but /healthz needs `Authorization: Bearer <token>`. */
+  /**
+   * When set, every route but /healthz and the dashboard's login, logout and script needs
+   * `Authorization: Bearer <token>` (or, from a browser, the token in the login cookie).
+   */
   token?: string | undefined;
   /** Request lines and errors go here, as children carrying the request id (default: silent). */
   logger?: Logger;

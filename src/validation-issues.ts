@@ -1,4 +1,5 @@
 import type { ZodError } from 'zod';
+import { shorten } from './errors.js';
 
 /** Longest text kept of one issue: zod names every unrecognized key of an object in a single issue. */
 const MAX_ISSUE_CHARS = 200;
@@ -10,11 +11,10 @@ const MAX_ISSUE_CHARS = 200;
  * caller can end the sentence; an issue longer than 200 characters is cut with '…'.
  */
 export function describeIssues(error: ZodError, max = 5): string {
-  const details = error.issues.slice(0, max).map((i) => cut(`${i.path.length ? i.path.join('.') : '(value)'}: ${i.message.replace(/\.$/, '')}`));
+  const details = error.issues
+    .slice(0, max)
+    .map((i) => shorten(`${i.path.length ? i.path.join('.') : '(value)'}: ${i.message.replace(/\.$/, '')}`, MAX_ISSUE_CHARS));
   if (error.issues.length > max) details.push(`and ${error.issues.length - max} more`);
   return details.join('; ');
 }
 
-function cut(text: string): string {
-  return text.length > MAX_ISSUE_CHARS ? `${text.slice(0, MAX_ISSUE_CHARS - 1)}…` : text;
-}

@@ -15,8 +15,8 @@ export interface BearerAuthOptions {
 }
 
 /**
- * `Authorization: Bearer <token>` on every route but /healthz (or, for a browser, the token in the
- * login cookie). Both sides are hashed first so the comparison takes the same time whatever the
+ * `Authorization: Bearer <token>` on every route but /healthz and `publicPaths` (or, for a browser,
+ * the token in the login cookie). Both sides are hashed first so the comparison takes the same time whatever the
  * length or content of what was sent.
  */
 export function bearerAuth(token: string, options: BearerAuthOptions = {}): MiddlewareHandler {

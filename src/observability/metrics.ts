@@ -12,9 +12,9 @@ export interface Metrics extends HttpMetrics {
   readonly registry: Registry;
   readonly agentsSpawned: Counter<'machine'>;
   readonly eventsAccepted: Counter<'type'>;
-  /** Pass to `createRuntime({ observer })`: transitions, commits, LLM calls, effects, failures. */
+  /** Pass to `createRuntime({ observer })`: transitions, commits, LLM calls, effects, failures (registered on first read). */
   readonly observer: RuntimeObserver;
-  /** Adds the gauges read from the runtime at each scrape (agents by status, live agents, inbox depth). Once per registry. */
+  /** Adds the gauges read from the runtime at each scrape (agents by status, live agents and live agents by top-level state, inbox depth). Once per registry. */
   observeRuntime(runtime: ObservedRuntime): void;
   /** The Prometheus text exposition. */
   render(): Promise<string>;
@@ -62,12 +62,17 @@ export function createMetrics(): Metrics {
   });
 
   let refresh = async () => {};
+  // Registered when first asked for: a registry whose observer no runtime was given would export
+  // transition, LLM and effect counters that never move.
+  let runtimeMetrics: RuntimeObserver | undefined;
 
   return {
     registry,
     agentsSpawned,
     eventsAccepted,
-    observer: createRuntimeMetrics(registry),
+    get observer() {
+      return (runtimeMetrics ??= createRuntimeMetrics(registry));
+    },
     contentType: registry.contentType,
     observeRequest(method, route, status, seconds) {
       httpRequests.inc({ method, route, status: String(status) });

@@ -19,7 +19,6 @@ export interface AgentRecord {
   /** The XState state value of the last checkpoint (null before the first one). */
   state: unknown;
   progress: number;
-  input: unknown;
   /** Seq of the last committed checkpoint (0: none yet). */
   lastSeq: number;
   /** Seq of the last inbox event consumed by a committed checkpoint. */
@@ -162,8 +161,11 @@ export interface RestorableAgent {
     /** The spawn input, read only for an agent with no checkpoint yet: it starts from it. */
     input?: unknown;
   };
-  checkpoint: CheckpointRecord | undefined;
+  /** The last checkpoint, without its state and status columns: the snapshot carries both. */
+  checkpoint: RestorableCheckpoint | undefined;
 }
+
+export type RestorableCheckpoint = Omit<CheckpointRecord, 'state' | 'status'>;
 
 export type AppendResult = { seq: number; duplicate: boolean };
 
@@ -175,6 +177,8 @@ export interface Store {
   /** Idempotent spawn: `created: false` returns the row that was already there. */
   createAgent(agent: NewAgent): Promise<{ agent: AgentRecord; created: boolean }>;
   getAgent(id: string): Promise<AgentRecord | undefined>;
+  /** The spawn input, kept apart from the agent row (every transition rewrites the row; the input is read rarely: by fork). */
+  getInput(id: string): Promise<unknown>;
   listAgents(query: AgentQuery): Promise<Page<AgentRecord>>;
 
   eventsAfter(agentId: string, position: number): Promise<EventRecord[]>;

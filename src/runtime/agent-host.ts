@@ -21,7 +21,7 @@ export interface CommittedCheckpoint {
   seq: number;
   eventType: string;
   action?: ActionWrite;
-  /** Epoch ms of the transition (the commit came after); for a restored agent, its checkpoint's time. */
+  /** Epoch ms of the transition (the commit came after). */
   transitionAt: number;
   state: unknown;
   status: CheckpointBody['status'];
@@ -29,6 +29,9 @@ export interface CommittedCheckpoint {
   context: unknown;
   at: string;
 }
+
+/** What a live agent's view shows of its last committed checkpoint. */
+export type LatestState = Pick<CommittedCheckpoint, 'state' | 'status' | 'progress' | 'context' | 'at'>;
 
 type StartPoint = { kind: 'fresh'; input: unknown } | { kind: 'restore'; snapshot: unknown; seq: number };
 
@@ -47,9 +50,10 @@ export class AgentHost implements TransitionSink {
   /** Children started and not yet finished; created on first use (most live agents are idle). */
   private childStarts: Map<string, { input: unknown; startedAt: number }> | undefined;
   private stopped = false;
+  /** Restored from a checkpoint (not fresh: a fresh actor's initial snapshot is seq 1 before it starts). */
   private readonly restored: boolean;
   /** The last committed checkpoint, for views. */
-  latest: CommittedCheckpoint | undefined;
+  latest: LatestState | undefined;
   /** Set by the runtime while this host waits to be passivated. */
   passivationTimer: NodeJS.Timeout | undefined;
 
@@ -99,7 +103,7 @@ export class AgentHost implements TransitionSink {
   /** Nothing runs and nothing waits to be delivered: only a new event can move this agent. */
   isResting(): boolean {
     const snapshot = this.actor.getSnapshot() as AnyMachineSnapshot;
-    return !this.stopped && snapshot.status === 'active' && this.inbox.length === 0 && isEmpty(snapshot.children) && !awaitsCommit(snapshot);
+    return !this.stopped && this.inbox.length === 0 && restsIn(snapshot);
   }
 
   /** The current (possibly not yet committed) snapshot. */
@@ -144,8 +148,7 @@ export class AgentHost implements TransitionSink {
       status,
       progress,
       snapshot: persisted,
-      // A barrier is not at rest: after a crash, recovery must restore it so it can move on.
-      resting: status === 'active' && isEmpty(next.children) && !barrier,
+      resting: restsIn(next),
       actions: action ? [action] : [],
     });
     this.lastCommit = commit;
@@ -244,6 +247,14 @@ export class AgentHost implements TransitionSink {
     this.stop();
     this.owner.failed(this, reason, err);
   }
+}
+
+/**
+ * Only an event can move this snapshot: it is active, runs no child, and is no commit barrier (a
+ * barrier moves on by itself once committed, so after a crash recovery must restore it).
+ */
+function restsIn(snapshot: AnyMachineSnapshot): boolean {
+  return snapshot.status === 'active' && isEmpty(snapshot.children) && !awaitsCommit(snapshot);
 }
 
 function isEmpty(record: Record<string, unknown>): boolean {

@@ -79,3 +79,12 @@ function userEventTypes(machine: AnyStateMachine): string[] {
   visit(machine.root);
   return [...types].filter((t) => !t.startsWith('xstate.') && !t.startsWith('runtime.') && t !== '*').sort();
 }
+
+/** A transition guard's name as the chart reads it: the registered name, an inline function's name, else `guard`. */
+export function guardName(guard: unknown): string | undefined {
+  if (guard === undefined || guard === null) return undefined;
+  if (typeof guard === 'string') return guard;
+  if (typeof guard === 'function') return guard.name || 'guard';
+  if (typeof guard === 'object' && typeof (guard as { type?: unknown }).type === 'string') return (guard as { type: string }).type;
+  return 'guard';
+}

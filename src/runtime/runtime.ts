@@ -2,9 +2,9 @@ import type { AnyMachineSnapshot, InspectionEvent } from 'xstate';
 import { ConflictError, CorruptStateError, InvalidEventError, InvalidInputError, NotFoundError, serializeError } from '../errors.js';
 import { topLevelState } from '../observability/action-outcome.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
-import type { AgentQuery, AgentRecord, CheckpointRecord, InboxEvent, Page, RestorableAgent, Store, Write } from '../persistence/store.js';
+import type { AgentQuery, AgentRecord, CheckpointRecord, InboxEvent, Page, RestorableAgent, RestorableCheckpoint, Store, Write } from '../persistence/store.js';
 import { describeIssues } from '../validation-issues.js';
-import { AgentHost, type CommittedCheckpoint, type HostOwner } from './agent-host.js';
+import { AgentHost, type CommittedCheckpoint, type HostOwner, type LatestState } from './agent-host.js';
 import { GroupCommitter } from './committer.js';
 import { assertValidId, generateId } from './ids.js';
 import { registerMachine, type MachineDefinition, type PersistedSnapshotJson, type RegisteredMachine } from './machine-definition.js';
@@ -94,7 +94,7 @@ export class Runtime implements HostOwner {
       throw new ConflictError(`Agent "${id}" already exists with machine "${agent.machine}".`);
     }
     if (created) {
-      const host = await this.activate(agent, undefined);
+      const host = await this.activate({ ...agent, input }, undefined);
       await host?.settled();
     }
     return { view: await this.view(id), created };
@@ -113,10 +113,9 @@ export class Runtime implements HostOwner {
       at: new Date().toISOString(),
     })) as { seq: number; duplicate: boolean };
     if (!result.duplicate) {
+      // The passivation countdown is left running: when it ends it re-checks that the agent rests, and
+      // an event that moves the agent reschedules it from `committed` (one its state ignores does not).
       const host = this.live.get(agentId) ?? (await this.wake(agentId));
-      // Restarted, not only cleared: an event the current state ignores commits no checkpoint, so
-      // `committed` would never schedule it again and the agent would stay in memory for good.
-      if (host) this.resetPassivation(host);
       host?.offer([{ agentId, seq: result.seq, event: checked, idempotencyKey: idempotencyKey ?? null, createdAt: '' }]);
     }
     return result;
@@ -143,7 +142,7 @@ export class Runtime implements HostOwner {
       id: newId,
       machine: source.machine,
       machineVersion: checkpoint.machineVersion,
-      input: source.input,
+      input: await this.store.getInput(agentId),
       createdAt: new Date().toISOString(),
       snapshot: { ...checkpoint, status: checkpoint.status === 'done' ? 'done' : 'active' },
     });
@@ -161,14 +160,14 @@ export class Runtime implements HostOwner {
 
   async list(query: AgentQuery): Promise<Page<AgentView>> {
     const page = await this.store.listAgents(query);
-    // The page already holds the agent rows: only agents not in memory need their checkpoint read.
-    const items = await Promise.all(
-      page.items.map((agent) => {
-        const host = this.live.get(agent.id);
-        return host?.latest ? Promise.resolve(liveView(host, host.latest)) : this.storedView(agent);
-      }),
-    );
+    const items = await Promise.all(page.items.map((agent) => this.viewOf(agent)));
     return { items, nextCursor: page.nextCursor };
+  }
+
+  /** The view of an agent whose row the caller already holds: only an agent not in memory needs its checkpoint read. */
+  async viewOf(agent: AgentRecord): Promise<AgentView> {
+    const host = this.live.get(agent.id);
+    return host?.latest ? liveView(host, host.latest) : this.storedView(agent);
   }
 
   private async storedView(agent: AgentRecord): Promise<AgentView> {
@@ -257,7 +256,9 @@ export class Runtime implements HostOwner {
   }
 
   committed(host: AgentHost, checkpoint: CommittedCheckpoint): void {
-    host.latest = checkpoint;
+    // Only what views show: the checkpoint's action (an LLM call's input and answer) is not kept alive.
+    const { state, status, progress, context, at } = checkpoint;
+    host.latest = { state, status, progress, context, at };
     if (this.observer.transitionCommitted) {
       this.observe('transitionCommitted', () =>
         this.observer.transitionCommitted!({
@@ -273,10 +274,10 @@ export class Runtime implements HostOwner {
       );
     }
     if (checkpoint.status !== 'active' && this.live.get(host.agentId) === host) this.live.delete(host.agentId);
-    else if (this.passivateAfterMs !== undefined && host.isResting()) this.schedulePassivation(host, this.passivateAfterMs);
+    else if (this.passivateAfterMs !== undefined && host.isResting()) this.schedulePassivation(host);
     const listeners = this.listeners.get(host.agentId);
     if (listeners?.size) {
-      const view = liveView(host, checkpoint);
+      const view = liveView(host, host.latest);
       listeners.forEach((listener) => listener(view));
     }
   }
@@ -298,7 +299,7 @@ export class Runtime implements HostOwner {
 
   // --- internals --------------------------------------------------------------------------------
 
-  private async activate(agent: RestorableAgent['agent'], checkpoint: CheckpointRecord | undefined): Promise<AgentHost | undefined> {
+  private async activate(agent: RestorableAgent['agent'], checkpoint: RestorableCheckpoint | undefined): Promise<AgentHost | undefined> {
     const machine = this.machines.get(agent.machine);
     if (!machine) {
       this.log.warn({ agentId: agent.id, machine: agent.machine }, 'agent left as is: its machine is not registered here');
@@ -318,8 +319,7 @@ export class Runtime implements HostOwner {
       if (checkpoint && snapshot) {
         // State and context from the snapshot itself: the checkpoint's state column is a copy of its value.
         host.latest = {
-          seq: checkpoint.seq, eventType: checkpoint.eventType, transitionAt: Date.parse(checkpoint.createdAt), state: snapshot.value,
-          status: 'active', progress: checkpoint.progress, context: snapshot.context ?? null, at: checkpoint.createdAt,
+          state: snapshot.value, status: 'active', progress: checkpoint.progress, context: snapshot.context ?? null, at: checkpoint.createdAt,
         };
       }
       this.live.set(agent.id, host);
@@ -335,7 +335,7 @@ export class Runtime implements HostOwner {
     if (agent.eventSeq > agent.inboxPosition) host.offer(await this.store.eventsAfter(agent.id, agent.inboxPosition));
     // Whatever brought it here (recovery, a wake, a fork), an agent that turns out to rest leaves again;
     // the timer re-checks once its commits have settled.
-    this.resetPassivation(host);
+    this.schedulePassivation(host);
     return host;
   }
 
@@ -367,11 +367,9 @@ export class Runtime implements HostOwner {
   }
 
   /** With passivation on, (re)starts the host's countdown to leaving memory. */
-  private resetPassivation(host: AgentHost): void {
-    if (this.passivateAfterMs !== undefined) this.schedulePassivation(host, this.passivateAfterMs);
-  }
-
-  private schedulePassivation(host: AgentHost, afterMs: number): void {
+  private schedulePassivation(host: AgentHost): void {
+    const afterMs = this.passivateAfterMs;
+    if (afterMs === undefined) return;
     clearTimeout(host.passivationTimer);
     host.passivationTimer = setTimeout(() => {
       void host.settled().then(() => {
@@ -449,7 +447,7 @@ function parseWith(schema: RegisteredMachine['input'], value: unknown, what: str
   throw new InvalidInputError(`Invalid ${what}: ${describeIssues(result.error)}.`);
 }
 
-function parseSnapshot(checkpoint: CheckpointRecord, machine: RegisteredMachine): PersistedSnapshotJson {
+function parseSnapshot(checkpoint: RestorableCheckpoint, machine: RegisteredMachine): PersistedSnapshotJson {
   const version = checkpoint.machineVersion;
   const upgrade = version !== machine.version && Object.hasOwn(machine.upgrades, version) ? machine.upgrades[version] : undefined;
   if (version !== machine.version && !upgrade) {
@@ -483,7 +481,7 @@ function isPersistedSnapshot(value: unknown): value is PersistedSnapshotJson {
   return typeof value === 'object' && value !== null && 'value' in value && 'status' in value;
 }
 
-function liveView(host: AgentHost, latest: CommittedCheckpoint): AgentView {
+function liveView(host: AgentHost, latest: LatestState): AgentView {
   return {
     id: host.agentId,
     machine: host.machine.name,

@@ -1,4 +1,8 @@
 import type { EventObject, StateValue } from 'xstate';
+import { shorten } from '../errors.js';
+
+/** Longest sample shown in a path's event label. */
+const LABEL_CHARS = 32;
 
 /** What a state projection sees: the same plain view of a traversal snapshot and of a committed checkpoint. */
 export interface StateView {
@@ -100,7 +104,7 @@ export function eventLabel(event: EventObject, ambiguous: ReadonlySet<string>): 
     return `${base}(${sampleLabel(sample)})`;
   }
   const { type: _type, ...payload } = event;
-  return `${base}(${truncate(JSON.stringify(payload, jsonReplacer))})`;
+  return `${base}(${shorten(JSON.stringify(payload, jsonReplacer), LABEL_CHARS)})`;
 }
 
 function sampleLabel(sample: unknown): string {
@@ -109,12 +113,9 @@ function sampleLabel(sample: unknown): string {
     if (typeof kind === 'string') return kind;
     if (sample instanceof Error) return sample.name;
   }
-  return truncate(JSON.stringify(sample, jsonReplacer) ?? 'undefined');
+  return shorten(JSON.stringify(sample, jsonReplacer) ?? 'undefined', LABEL_CHARS);
 }
 
-function truncate(text: string, max = 32): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}
 
 /** Event types with more than one explored sample: their labels must show which sample. */
 export function ambiguousTypes(events: readonly EventObject[]): Set<string> {

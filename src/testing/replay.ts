@@ -10,6 +10,7 @@ import {
   type StateValue,
 } from 'xstate';
 import { getStateNodes } from 'xstate/graph';
+import { guardName } from '../runtime/machine-definition.js';
 import { toJsonValue, type StateView } from './format.js';
 import type { PathStep } from './run-path.js';
 
@@ -145,12 +146,6 @@ function transitionLabel(t: AnyTransitionDefinition): string {
   return `${source.id}: ${event}${nth}${guard} → ${targets}`;
 }
 
-function guardName(guard: unknown): string {
-  if (typeof guard === 'string') return guard;
-  if (typeof guard === 'function') return guard.name || 'inline guard';
-  if (guard && typeof guard === 'object' && typeof (guard as { type?: unknown }).type === 'string') return (guard as { type: string }).type;
-  return 'guard';
-}
 
 /** Is the node at `path` active in `value`? */
 function isActive(value: StateValue, path: readonly string[]): boolean {

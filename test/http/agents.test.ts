@@ -40,7 +40,7 @@ describe('POST /agents', () => {
     expect(again.status).toBe(200);
     expect(await readJson(again)).toMatchObject({ id: 'same', progress: 1 });
     expect((await t.store.listAgents({ limit: 10 })).items).toHaveLength(1);
-    expect((await t.store.getAgent('same'))?.input).toEqual({ tasks: ['only once'] });
+    expect(await t.store.getInput('same')).toEqual({ tasks: ['only once'] });
   });
 
   it('answers 409 conflict when the id exists with another machine', async () => {

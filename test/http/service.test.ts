@@ -110,6 +110,9 @@ describe('GET /metrics', () => {
     expect(text).toMatch(/durable_agents_agents_spawned_total\{machine="agent"\} 1/);
     expect(text).toMatch(/durable_agents_live_agents 1/);
     expect(text).toMatch(/durable_agents_inbox_depth 0/);
+    // This runtime was given no metrics observer: no transition or LLM counters that would never move.
+    expect(text).not.toContain('durable_agents_transitions_total');
+    expect(text).not.toContain('durable_agents_llm_calls_total');
   });
 });
 

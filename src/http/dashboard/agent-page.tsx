@@ -1,8 +1,9 @@
 import type { FC } from 'hono/jsx';
 import type { ActionRecord, AgentRecord, CheckpointSummary } from '../../persistence/store.js';
 import type { AgentView } from '../../runtime/views.js';
-import { age, asText, clock, pick, pretty, shorten } from './format.js';
-import { Layout, StatusBadge } from './layout.js';
+import { shorten } from '../../errors.js';
+import { age, asText, clock, pick, pretty } from './format.js';
+import { Layout, StateName, StatusBadge } from './layout.js';
 import { EFFECT_ACTION, LLM_ACTION, readAction, stateText } from '../../observability/action-outcome.js';
 import { transitionLabel, type ChartDiagram } from './statechart.js';
 import { Statechart } from './statechart-svg.js';
@@ -133,9 +134,10 @@ const EventForm: FC<{ type: string; fields: EventField[]; accepted: boolean }> =
 export const AgentPage: FC<AgentPageProps> = (props) => {
   const { view, record, diagram, events, accepted, checkpoints, actions, auth, now } = props;
   const lastError = pick(view.context, 'lastError');
-  const shownCheckpoints = checkpoints.slice(-MAX_CHECKPOINTS_SHOWN).reverse();
-  const totalCheckpoints = Math.max(record.lastSeq, checkpoints.length);
-  const shownActions = actions.slice(-MAX_ACTIONS_SHOWN).reverse();
+  // The caller reads only the newest MAX_…_SHOWN of each, oldest first; the page shows newest first.
+  const shownCheckpoints = [...checkpoints].reverse();
+  const totalCheckpoints = record.lastSeq; // seqs run 1…lastSeq
+  const shownActions = [...actions].reverse();
   return (
     <Layout
       title={view.id}
@@ -167,9 +169,7 @@ export const AgentPage: FC<AgentPageProps> = (props) => {
             </div>
             <div>
               <span>State</span>
-              <span class={`state-name${stateText(view.state).startsWith('failed') ? ' fail' : ''}`} id="state">
-                {stateText(view.state)}
-              </span>
+              <StateName value={view.state} id="state" />
             </div>
             <div>
               <span>Progress</span>

@@ -1,8 +1,7 @@
 import type { FC } from 'hono/jsx';
 import { AGENT_STATUSES, type AgentRecord, type AgentStatus } from '../../persistence/store.js';
 import { age, clock } from './format.js';
-import { Layout, StatusBadge } from './layout.js';
-import { stateText } from '../../observability/action-outcome.js';
+import { Layout, StateName, StatusBadge } from './layout.js';
 
 export interface AgentFilters {
   machine?: string | undefined;
@@ -31,9 +30,7 @@ const query = (params: Record<string, string | undefined>) => {
 
 export const agentHref = (id: string) => `/ui/agents/${encodeURIComponent(id)}`;
 
-const AgentRow: FC<{ agent: AgentRecord; now: number }> = ({ agent, now }) => {
-  const state = stateText(agent.state);
-  return (
+const AgentRow: FC<{ agent: AgentRecord; now: number }> = ({ agent, now }) => (
     <tr data-agent={agent.id}>
       <td>
         <a href={agentHref(agent.id)} class="mono">
@@ -45,9 +42,7 @@ const AgentRow: FC<{ agent: AgentRecord; now: number }> = ({ agent, now }) => {
         <StatusBadge status={agent.status} />
       </td>
       <td>
-        <span class={`state-name${state.startsWith('failed') ? ' fail' : ''}`} data-cell="state">
-          {state}
-        </span>
+        <StateName value={agent.state} cell="state" />
       </td>
       <td data-cell="progress">{agent.progress}</td>
       <td title={clock(agent.createdAt)}>{age(agent.createdAt, now)}</td>
@@ -55,8 +50,7 @@ const AgentRow: FC<{ agent: AgentRecord; now: number }> = ({ agent, now }) => {
         {age(agent.updatedAt, now)} ago
       </td>
     </tr>
-  );
-};
+);
 
 export const AgentsPage: FC<AgentsPageProps> = ({ agents, machines, filters, nextCursor, counts, auth, now }) => {
   const total = Object.values(counts).reduce((a, b) => a + b, 0);

@@ -7,12 +7,14 @@
  * - sends events, spawns, forks and stops through the JSON API (the login cookie authenticates).
  * It avoids template literals so that it can live inside one.
  */
+import { LOGIN_PATH } from './layout.js';
+
 export const CLIENT_SCRIPT = String.raw`
 (function () {
   'use strict';
   var $ = function (sel, root) { return (root || document).querySelector(sel); };
   var $$ = function (sel, root) { return Array.prototype.slice.call((root || document).querySelectorAll(sel)); };
-  var LOGIN = '/ui/login';
+  var LOGIN = ${JSON.stringify(LOGIN_PATH)};
 
   function flash(message, isError) {
     var box = $('#flash');

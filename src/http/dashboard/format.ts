@@ -17,9 +17,6 @@ export function clock(iso: string): string {
   return iso.replace('T', ' ').replace(/Z$/, '');
 }
 
-export function shorten(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}
 
 export function pretty(value: unknown): string {
   try {

@@ -11,7 +11,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, setCookie } from 'hono/cookie';
 import type { AnyStateMachine } from 'xstate';
 import { z } from 'zod';
-import { InvalidInputError } from '../../errors.js';
+import { InvalidInputError, NotFoundError } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
 import { AGENT_STATUSES, type AgentRecord, type AgentStatus } from '../../persistence/store.js';
 import type { RegisteredMachine } from '../../runtime/machine-definition.js';
@@ -21,14 +21,12 @@ import type { AppEnv } from '../env.js';
 import { AgentPage, MAX_ACTIONS_SHOWN, MAX_CHECKPOINTS_SHOWN, type EventField } from './agent-page.js';
 import { AgentsPage, type AgentFilters } from './agents-page.js';
 import { CLIENT_SCRIPT } from './client.js';
-import { CLIENT_SCRIPT_PATH, Layout } from './layout.js';
+import { CLIENT_SCRIPT_PATH, Layout, LOGIN_PATH, LOGOUT_PATH } from './layout.js';
 import { LoginPage } from './login-page.js';
 import { stateText } from '../../observability/action-outcome.js';
 import { layoutStatechart, type ChartDiagram } from './statechart.js';
 
 export const SESSION_COOKIE = 'durable_agents_token';
-export const LOGIN_PATH = '/ui/login';
-const LOGOUT_PATH = '/ui/logout';
 
 /** What `bearerAuth` needs to let a browser in with the login cookie. */
 export const DASHBOARD_AUTH: BearerAuthOptions = {
@@ -63,6 +61,11 @@ export function createDashboard({ runtime, token }: DashboardOptions) {
     }
     return diagram;
   };
+  // Machines are registered once: their event forms and the filter's names are computed once, not per render.
+  const eventForms = new Map(
+    [...runtime.machines.values()].map((m) => [m.name, m.eventTypes.map((type) => ({ type, fields: eventFields(m.events[type]) }))]),
+  );
+  const machineNames = [...runtime.machines.keys()].sort();
 
   app.get(CLIENT_SCRIPT_PATH, (c) =>
     c.body(CLIENT_SCRIPT, 200, { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'no-cache' }),
@@ -70,12 +73,11 @@ export function createDashboard({ runtime, token }: DashboardOptions) {
 
   app.get('/', async (c) => {
     const filters = readFilters(c.req.query());
-    const { agents, nextCursor } = await listAgents(runtime, filters);
-    const { agentsByStatus } = await runtime.store.stats();
+    const [{ agents, nextCursor }, { agentsByStatus }] = await Promise.all([listAgents(runtime, filters), runtime.store.stats()]);
     return c.html(
       <AgentsPage
         agents={agents}
-        machines={[...runtime.machines.keys()].sort()}
+        machines={machineNames}
         filters={filters}
         nextCursor={nextCursor}
         counts={agentsByStatus}
@@ -87,11 +89,16 @@ export function createDashboard({ runtime, token }: DashboardOptions) {
 
   app.get('/ui/agents/:id', async (c) => {
     const id = c.req.param('id');
-    // The row is read for what a view does not carry (its error, its checkpoint count).
-    const record = await runtime.store.getAgent(id);
-    if (!record) return c.html(<NotFound what={`No agent with id "${id}".`} auth={auth} />, 404);
+    // The row is read for what a view does not carry (its error, its checkpoint count); the view is built from it.
+    let record: AgentRecord;
+    try {
+      record = await runtime.agentOrThrow(id);
+    } catch (err) {
+      if (err instanceof NotFoundError) return c.html(<NotFound what={err.message} auth={auth} />, 404);
+      throw err;
+    }
     const [view, checkpoints, actions] = await Promise.all([
-      runtime.view(id),
+      runtime.viewOf(record),
       // Only what the page shows: a long-lived agent's whole history would be read at every update.
       runtime.store.listCheckpoints(id, { newest: MAX_CHECKPOINTS_SHOWN }),
       runtime.store.listActions(id, { newest: MAX_ACTIONS_SHOWN }),
@@ -99,7 +106,7 @@ export function createDashboard({ runtime, token }: DashboardOptions) {
     const accepted = runtime.acceptedEvents(view);
     const machine = runtime.machines.get(view.machine);
     const diagram = machine ? await diagramFor(machine, c.get('log')) : undefined;
-    const events = (machine?.eventTypes ?? []).map((type) => ({ type, fields: eventFields(machine?.events[type]) }));
+    const events = eventForms.get(view.machine) ?? [];
     return c.html(
       <AgentPage
         view={view}

@@ -1,8 +1,11 @@
 import type { Child, FC } from 'hono/jsx';
 import { raw } from 'hono/html';
+import { stateText } from '../../observability/action-outcome.js';
 import { STATECHART_CSS } from './statechart-svg.js';
 
 export const CLIENT_SCRIPT_PATH = '/ui/app.js';
+export const LOGIN_PATH = '/ui/login';
+export const LOGOUT_PATH = '/ui/logout';
 
 const CSS = `
 :root { color-scheme: light; --ink: #0f172a; --muted: #64748b; --line: #e2e8f0; --bg: #f1f5f9; --accent: #2563eb; }
@@ -104,7 +107,7 @@ export const Layout: FC<LayoutProps> = ({ title, page, auth, attrs = {}, childre
             API
           </a>
           {auth ? (
-            <form method="post" action="/ui/logout">
+            <form method="post" action={LOGOUT_PATH}>
               <button type="submit" class="small">
                 Log out
               </button>
@@ -119,3 +122,13 @@ export const Layout: FC<LayoutProps> = ({ title, page, auth, attrs = {}, childre
 );
 
 export const StatusBadge: FC<{ status: string }> = ({ status }) => <span class={`badge ${status}`}>{status}</span>;
+
+/** A state value as `a.b` text, marked when the agent sits in `failed`; `id`/`data-cell` let the page script update it. */
+export const StateName: FC<{ value: unknown; id?: string; cell?: string }> = ({ value, id, cell }) => {
+  const text = stateText(value);
+  return (
+    <span class={`state-name${text.startsWith('failed') ? ' fail' : ''}`} id={id} data-cell={cell}>
+      {text}
+    </span>
+  );
+};

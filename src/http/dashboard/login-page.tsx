@@ -1,12 +1,12 @@
 import type { FC } from 'hono/jsx';
-import { Layout } from './layout.js';
+import { Layout, LOGIN_PATH } from './layout.js';
 
 export const LoginPage: FC<{ next: string; failed: boolean }> = ({ next, failed }) => (
   <Layout title="Log in" page="login" auth={false}>
     <div class="card login">
       <h1>Log in</h1>
       <p class="muted">This server was started with a token (--token). Enter it to use the dashboard.</p>
-      <form method="post" action="/ui/login">
+      <form method="post" action={LOGIN_PATH}>
         <input type="hidden" name="next" value={next} />
         <label>
           Token

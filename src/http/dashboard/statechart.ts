@@ -7,6 +7,7 @@
 import type { ElkExtendedEdge, ElkNode } from 'elkjs/lib/elk-api.js';
 import type { AnyStateMachine, StateNode } from 'xstate';
 import { COMMITTED_EVENT } from '../../runtime/commit-barrier.js';
+import { guardName } from '../../runtime/machine-definition.js';
 
 export interface ChartState {
   /** Dotted path from the root, e.g. `callingLLM.requesting`: what `data-state` carries. */
@@ -75,16 +76,10 @@ export function transitionLabel(eventType: string, guard: unknown): string {
   else if (eventType === '') label = 'always';
   else if (eventType === COMMITTED_EVENT) label = 'committed';
   else if (eventType.startsWith('xstate.after.')) label = `after ${eventType.slice('xstate.after.'.length).split('.')[0]}`;
-  const guardName = guardNameOf(guard);
-  return guardName ? `${label} [${guardName}]` : label;
+  const name = guardName(guard);
+  return name ? `${label} [${name}]` : label;
 }
 
-function guardNameOf(guard: unknown): string | undefined {
-  if (typeof guard === 'string') return guard;
-  if (guard && typeof guard === 'object' && 'type' in guard && typeof guard.type === 'string') return guard.type;
-  if (typeof guard === 'function') return guard.name || 'guard';
-  return undefined;
-}
 
 const idOf = (node: StateNode<any, any>) => node.path.join('.');
 

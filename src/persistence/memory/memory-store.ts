@@ -23,6 +23,7 @@ interface AgentData {
   pos: number;
   resting: boolean;
   record: AgentRecord;
+  input: unknown;
   checkpoints: CheckpointRecord[];
   events: EventRecord[];
   actions: ActionRecord[];
@@ -51,7 +52,6 @@ export class MemoryStore implements Store {
       status: first?.status ?? 'active',
       state: first ? copy(first.state) : null,
       progress: first?.progress ?? 0,
-      input: copy(agent.input ?? {}),
       lastSeq: first ? 1 : 0,
       inboxPosition: 0,
       eventSeq: 0,
@@ -60,13 +60,17 @@ export class MemoryStore implements Store {
       updatedAt: agent.createdAt,
     };
     const checkpoints = first ? [{ ...first, state: copy(first.state), agentId: agent.id, seq: 1, createdAt: agent.createdAt }] : [];
-    this.agents.set(agent.id, { pos: this.nextPos++, resting: false, record, checkpoints, events: [], actions: [] });
+    this.agents.set(agent.id, { pos: this.nextPos++, resting: false, record, input: copy(agent.input ?? {}), checkpoints, events: [], actions: [] });
     return { agent: rowCopy(record), created: true };
   }
 
   async getAgent(id: string) {
     const data = this.agents.get(id);
     return data && rowCopy(data.record);
+  }
+
+  async getInput(id: string): Promise<unknown> {
+    return copy(this.agents.get(id)?.input);
   }
 
   async listAgents(query: AgentQuery): Promise<Page<AgentRecord>> {
@@ -202,11 +206,13 @@ function rowCopy(record: AgentRecord): AgentRecord {
   return { ...record, state: copy(record.state) };
 }
 
-function restorable({ record, checkpoints }: AgentData): RestorableAgent {
+function restorable({ record, input, checkpoints }: AgentData): RestorableAgent {
   const checkpoint = checkpoints.find((c) => c.seq === record.lastSeq);
   const { id, machine, inboxPosition, eventSeq, createdAt } = record;
-  const agent = { id, machine, inboxPosition, eventSeq, createdAt, ...(checkpoint ? {} : { input: copy(record.input) }) };
-  return { agent, checkpoint: checkpoint && copy(checkpoint) };
+  const agent = { id, machine, inboxPosition, eventSeq, createdAt, ...(checkpoint ? {} : { input: copy(input) }) };
+  if (!checkpoint) return { agent, checkpoint: undefined };
+  const { state: _state, status: _status, ...restorableCheckpoint } = checkpoint;
+  return { agent, checkpoint: copy(restorableCheckpoint) };
 }
 
 function newest<T>(rows: readonly T[], options: HistoryOptions): readonly T[] {

@@ -43,7 +43,6 @@ interface AgentRow {
   status: AgentStatus;
   state: string | null;
   progress: number;
-  input: string;
   last_seq: number;
   inbox_position: number;
   event_seq: number;
@@ -66,8 +65,8 @@ interface CheckpointRow {
 
 /** A row of RESTORABLE: the `c_` columns are null when the agent has no checkpoint yet. */
 type RestorableRow = Pick<AgentRow, 'id' | 'machine' | 'inbox_position' | 'event_seq' | 'created_at'> & {
-  input: string | null; c_seq: number | null; c_machine_version: string; c_event_type: string; c_state: string;
-  c_status: string; c_progress: number; c_snapshot: string; c_created_at: string;
+  input: string | null; c_seq: number | null; c_machine_version: string; c_event_type: string;
+  c_progress: number; c_snapshot: string; c_created_at: string;
 };
 
 /**
@@ -79,8 +78,7 @@ const RESTORABLE = `
   select a.id, a.machine, a.inbox_position, a.event_seq, a.created_at,
          case when c.seq is null then (select i.input from agent_inputs i where i.agent_id = a.id) end as input,
          c.seq as c_seq, c.machine_version as c_machine_version, c.event_type as c_event_type,
-         c.state as c_state, c.status as c_status, c.progress as c_progress, c.snapshot as c_snapshot,
-         c.created_at as c_created_at
+         c.progress as c_progress, c.snapshot as c_snapshot, c.created_at as c_created_at
   from agents a left join checkpoints c on c.agent_id = a.id and c.seq = a.last_seq`;
 
 /** Opens (creating when needed) a SQLite file in WAL mode and brings its schema up to date. */
@@ -88,9 +86,10 @@ export async function openSqliteStore(file: string, options: SqliteStoreOptions 
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
-  // FULL is kept by our own fsync after each write transaction (WalFlusher); an in-memory database has nothing to sync.
+  // SQLite itself always runs at NORMAL: `full` adds our own fsync after each write transaction
+  // (WalFlusher); an in-memory database has nothing to sync.
+  db.pragma('synchronous = NORMAL');
   const flusher = options.synchronous === 'normal' || file === ':memory:' ? undefined : new WalFlusher(`${path.resolve(file)}-wal`);
-  db.pragma(`synchronous = ${flusher || options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
   db.pragma('busy_timeout = 5000');
   db.pragma('foreign_keys = ON');
   // Agents' rows are rewritten at every transition; a longer WAL copies each hot page back once per
@@ -114,7 +113,8 @@ export class SqliteStore implements Store {
   ) {
     const q = (text: string) => db.prepare(text);
     this.sql = {
-      agentById: q(`select a.*, i.input from agents a join agent_inputs i on i.agent_id = a.id where a.id = ?`),
+      agentById: q('select * from agents where id = ?'),
+      inputOf: q('select input from agent_inputs where agent_id = ?'),
       insertAgent: q(
         `insert into agents (id, machine, machine_version, status, state, progress, last_seq, created_at, updated_at)
          values (@id, @machine, @machineVersion, @status, @state, @progress, @lastSeq, @createdAt, @createdAt)`,
@@ -238,15 +238,17 @@ export class SqliteStore implements Store {
   }
 
   async createAgent(agent: NewAgent) {
-    this.flusher?.throwIfFailed();
-    const created = this.create(agent);
-    await this.flusher?.flush();
-    return created;
+    return this.durably(() => this.create(agent));
   }
 
   async getAgent(id: string) {
     const row = this.sql.agentById.get(id) as AgentRow | undefined;
     return row && toAgent(row);
+  }
+
+  async getInput(id: string): Promise<unknown> {
+    const row = this.sql.inputOf.get(id) as { input: string } | undefined;
+    return row && parseOr(row.input, {});
   }
 
   async listAgents(query: AgentQuery): Promise<Page<AgentRecord>> {
@@ -258,8 +260,7 @@ export class SqliteStore implements Store {
     if (after !== undefined) (where.push('a.pos > ?'), params.push(after));
     const rows = this.db
       .prepare(
-        `select a.*, i.input from agents a join agent_inputs i on i.agent_id = a.id
-         ${where.length ? `where ${where.join(' and ')}` : ''} order by a.pos limit ?`,
+        `select a.* from agents a ${where.length ? `where ${where.join(' and ')}` : ''} order by a.pos limit ?`,
       )
       .all(...params, query.limit + 1) as AgentRow[];
     const page = rows.slice(0, query.limit);
@@ -281,11 +282,15 @@ export class SqliteStore implements Store {
   }
 
   async commit(writes: readonly Write[]): Promise<WriteResult[]> {
-    if (writes.length === 0) return [];
+    return writes.length > 0 ? this.durably(() => this.commitBatch(writes)) : [];
+  }
+
+  /** Runs a write transaction, then resolves once it is durable (at `full`); nothing is written after a failed fsync. */
+  private async durably<T>(write: () => T): Promise<T> {
     this.flusher?.throwIfFailed();
-    const results = this.commitBatch(writes);
+    const result = write();
     await this.flusher?.flush();
-    return results;
+    return result;
   }
 
   async listCheckpoints(agentId: string, options: HistoryOptions = {}): Promise<CheckpointSummary[]> {
@@ -369,7 +374,6 @@ function toAgent(r: AgentRow): AgentRecord {
     status: r.status,
     state: r.state === null ? null : parseOr(r.state, null),
     progress: r.progress,
-    input: parseOr(r.input, {}),
     lastSeq: r.last_seq,
     inboxPosition: r.inbox_position,
     eventSeq: r.event_seq,
@@ -392,10 +396,10 @@ function toRestorable(r: RestorableRow): RestorableAgent {
     checkpoint:
       r.c_seq === null
         ? undefined
-        : toCheckpoint({
-            agent_id: r.id, seq: r.c_seq, machine_version: r.c_machine_version, event_type: r.c_event_type,
-            state: r.c_state, status: r.c_status, progress: r.c_progress, snapshot: r.c_snapshot, created_at: r.c_created_at,
-          }),
+        : {
+            agentId: r.id, seq: r.c_seq, machineVersion: r.c_machine_version, eventType: r.c_event_type,
+            progress: r.c_progress, snapshot: r.c_snapshot, createdAt: r.c_created_at,
+          },
   };
 }
 
