@@ -42,7 +42,15 @@ async function startServer(mode: 'durable' | 'bare' | 'api'): Promise<Server> {
   };
 }
 
-async function load(port: number, duration = DURATION_S): Promise<{ rps: number; non2xx: number; p99: number }> {
+/**
+ * Runs autocannon against the server; `failed` counts every request that did not get a 2xx answer:
+ * non-2xx answers plus connection errors (autocannon's `errors` already includes its `timeouts`,
+ * which are reported apart only to say what went wrong).
+ */
+async function load(
+  port: number,
+  duration = DURATION_S,
+): Promise<{ rps: number; p99: number; failed: number; non2xx: number; errors: number; timeouts: number }> {
   let i = 0;
   const result = await autocannon({
     url: `http://127.0.0.1:${port}`,
@@ -57,26 +65,36 @@ async function load(port: number, duration = DURATION_S): Promise<{ rps: number;
       },
     ],
   });
-  return { rps: result.requests.average, non2xx: result.non2xx, p99: result.latency.p99 };
+  const { non2xx, errors, timeouts } = result;
+  return { rps: result.requests.average, p99: result.latency.p99, failed: non2xx + errors, non2xx, errors, timeouts };
+}
+
+/** Every request of every mode must have been answered 2xx: a figure measured over failures means nothing. */
+function assertNoFailure(mode: string, what: string, figures: Awaited<ReturnType<typeof load>>): void {
+  if (figures.failed > 0) {
+    throw new Error(
+      `${mode}: ${figures.failed} request(s) failed during the ${what} ` +
+        `(${figures.non2xx} non-2xx answer(s), ${figures.errors} connection error(s) of which ${figures.timeouts} timeout(s))`,
+    );
+  }
 }
 
 const rps = { bare: [] as number[], api: [] as number[], durable: [] as number[] };
 const cpu = { bare: [] as number[], api: [] as number[], durable: [] as number[] };
-let errors = 0;
 let p99 = 0;
 for (let run = 0; run < 3; run++) {
   for (const mode of ['bare', 'api', 'durable'] as const) {
     const server = await startServer(mode);
-    await load(server.port, 1); // warm-up: JIT, connections, SQLite pages
+    const warmUp = await load(server.port, 1); // warm-up: JIT, connections, SQLite pages
     server.startCounting();
     const figures = await load(server.port);
-    cpu[mode].push(await server.stop());
+    cpu[mode].push(await server.stop()); // stopped before any throw below: no server left behind
+    assertNoFailure(mode, 'warm-up', warmUp);
+    assertNoFailure(mode, `measured run ${run + 1}`, figures);
     rps[mode].push(figures.rps);
-    if (mode === 'durable') (errors += figures.non2xx), (p99 = Math.max(p99, figures.p99));
+    if (mode === 'durable') p99 = Math.max(p99, figures.p99);
   }
 }
-// Every durable request must have been answered 2xx: a figure measured over failures means nothing.
-if (errors > 0) throw new Error(`${errors} durable request(s) got a non-2xx answer`);
 report({
   ratio: round(median(rps.durable) / median(rps.bare)),
   durableRps: Math.round(median(rps.durable)),
@@ -90,6 +108,5 @@ report({
   apiCpuUs: Math.round(median(cpu.api)),
   durableCpuUs: Math.round(median(cpu.durable)),
   cpuRatio: round(median(cpu.bare) / median(cpu.durable)),
-  non2xx: errors,
   synchronous: SYNCHRONOUS.toUpperCase(),
 });

@@ -5,7 +5,7 @@ import type { AgentDefaults } from '../../src/machines/agent-types.js';
 import { openSqliteStore, type SqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
 import { agentDefinition } from '../../src/runtime/agent-definition.js';
 import type { MachineDefinition } from '../../src/runtime/machine-definition.js';
-import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
+import { createRuntime, type Runtime, type RuntimeOptions } from '../../src/runtime/runtime.js';
 import type { AgentView } from '../../src/runtime/views.js';
 import { tempDbFile } from './temp.js';
 
@@ -15,7 +15,10 @@ export interface TestRuntime {
   file: string;
 }
 
-/** A runtime on a real SQLite file (a fresh temp file unless one is given), silent logs. */
+/**
+ * A runtime on a real SQLite file (a fresh temp file unless one is given), silent logs; `observer`
+ * and `inspect` are handed to `createRuntime` as they are.
+ */
 export async function startRuntime(
   options: {
     file?: string;
@@ -23,6 +26,8 @@ export async function startRuntime(
     defaults?: Partial<AgentDefaults>;
     machines?: MachineDefinition[];
     passivateAfterMs?: number;
+    observer?: RuntimeOptions['observer'];
+    inspect?: RuntimeOptions['inspect'];
   } = {},
 ): Promise<TestRuntime> {
   const file = options.file ?? tempDbFile();
@@ -32,6 +37,8 @@ export async function startRuntime(
     store,
     machines,
     ...(options.passivateAfterMs === undefined ? {} : { passivateAfterMs: options.passivateAfterMs }),
+    ...(options.observer === undefined ? {} : { observer: options.observer }),
+    ...(options.inspect === undefined ? {} : { inspect: options.inspect }),
   });
   return { runtime, store, file };
 }

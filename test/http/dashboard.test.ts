@@ -139,7 +139,11 @@ describe('dashboard login (--token)', () => {
     expect(setCookie).toMatch(/Path=\//);
     const cookie = cookiePair(right);
 
-    expect((await t.app.request('/', { headers: { ...HTML, cookie } })).status).toBe(200);
+    const home = await t.app.request('/', { headers: { ...HTML, cookie } });
+    expect(home.status).toBe(200);
+    const homeHtml = await home.text();
+    expect(homeHtml).toContain('<table id="agents">');
+    expect(homeHtml).toContain('<form method="post" action="/ui/logout">'); // logged in: the log-out button
     const spawned = await t.app.request('/agents', {
       method: 'POST',
       headers: { ...JSON_HEADERS, cookie },
@@ -175,7 +179,13 @@ describe('dashboard login (--token)', () => {
     const res = await t.app.request('/ui/login');
     expect(res.status).toBe(302);
     expect(res.headers.get('location')).toBe('/');
-    expect(await (await t.app.request('/')).text()).not.toContain('Log out');
+    const home = await t.app.request('/');
+    expect(home.status).toBe(200);
+    const html = await home.text();
+    expect(html).toContain('<body data-page="agents">');
+    expect(html).toContain('<table id="agents">');
+    expect(html).not.toContain('action="/ui/logout"');
+    expect(html).not.toContain('Log out');
   });
 });
 

@@ -2,19 +2,17 @@
 // driven through `app.request()` (no port).
 import fs from 'node:fs';
 import path from 'node:path';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { vi } from 'vitest';
 import { createMachine } from 'xstate';
 import type { LlmClient } from '../../src/llm/client.js';
 import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
-import type { Logger } from '../../src/observability/logger.js';
 import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
 import type { Store } from '../../src/persistence/store.js';
 import { agentDefinition } from '../../src/runtime/agent-definition.js';
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
 import type { AgentView } from '../../src/runtime/views.js';
 import { createServer, type ServerOptions } from '../../src/server.js';
+import { captureLogs } from '../helpers/logs.js';
 import { isIdleWithProgress } from '../helpers/runtime.js';
 import { tempDir } from '../helpers/temp.js';
 
@@ -59,17 +57,6 @@ export async function testApp(
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-function captureLogs(): { logger: Logger; logs: Record<string, unknown>[] } {
-  const logs: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) logs.push(JSON.parse(line) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { logger: pino({ level: 'debug' }, sink), logs };
 }
 
 export const JSON_HEADERS = { 'content-type': 'application/json' };

@@ -1,9 +1,7 @@
 // `serve --inspect`: inspection events of real agents flow through Stately's relay to a WebSocket
 // receiver (as the browser page would get them), with secrets redacted; failures are sentences.
 import net from 'node:net';
-import { Writable } from 'node:stream';
 import { createWebSocketReceiver, type StatelyInspectionEvent } from '@statelyai/inspect';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { fromPromise, setup, type AnyActorRef, type InspectionEvent } from 'xstate';
 import { DEFAULT_INSPECT_PORT, loadConfig } from '../../src/config.js';
@@ -12,10 +10,10 @@ import { main } from '../../src/main.js';
 import { startInspector, redactInspectionEvent } from '../../src/observability/inspector.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { redactSecrets } from '../../src/observability/redact.js';
-import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
 import { agentDefinition } from '../../src/runtime/agent-definition.js';
-import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
-import { isIdleWithProgress, waitForView } from '../helpers/runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
+import { captureLogs } from '../helpers/logs.js';
+import { isIdleWithProgress, runtimesClosedAfterEach, waitForView } from '../helpers/runtime.js';
 import { tempDbFile } from '../helpers/temp.js';
 
 /** What the receiver gets, read loosely: Stately's event types are unions over every actor kind. */
@@ -52,6 +50,9 @@ const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
+// Registered after the hook above, so it runs before it (vitest runs after-hooks as a stack): the
+// runtimes are closed before the inspector they report to.
+const startRuntime = runtimesClosedAfterEach();
 
 async function freePort(): Promise<number> {
   const server = net.createServer();
@@ -61,13 +62,8 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function runtimeWith(inspect: ((event: InspectionEvent) => void) | undefined, file = tempDbFile()): Promise<Runtime> {
-  const runtime = await createRuntime({
-    store: await openSqliteStore(file),
-    machines: [agentDefinition({ llm: createSimulatedLlm() }), vaultDefinition],
-    ...(inspect ? { inspect } : {}),
-  });
-  cleanups.push(() => runtime.close());
+async function runtimeWith(inspect: (event: InspectionEvent) => void, file = tempDbFile()): Promise<Runtime> {
+  const { runtime } = await startRuntime({ file, machines: [agentDefinition({ llm: createSimulatedLlm() }), vaultDefinition], inspect });
   return runtime;
 }
 
@@ -154,14 +150,8 @@ describe('Stately inspector', () => {
       `Cannot start the Stately inspector: port ${port} is in use. Pick another with --inspect=PORT.`,
     );
 
-    const logs: { level: number; msg: string }[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) logs.push(JSON.parse(line) as { level: number; msg: string });
-        done();
-      },
-    });
-    const service = await main(loadConfig(['--port', '0', '--db', tempDbFile(), `--inspect=${port}`], {}), pino(sink), {});
+    const { logger, logs } = captureLogs();
+    const service = await main(loadConfig(['--port', '0', '--db', tempDbFile(), `--inspect=${port}`], {}), logger, {});
     cleanups.push(() => service.close());
     expect((await fetch(`${service.url}/healthz`)).status).toBe(200);
     expect(logs.find((l) => l.level === 50)?.msg).toBe(
@@ -171,14 +161,8 @@ describe('Stately inspector', () => {
 
   it('serve --inspect prints the page to open and streams the agents', async () => {
     const port = await freePort();
-    const logs: { msg: string; inspector?: string }[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) logs.push(JSON.parse(line) as { msg: string });
-        done();
-      },
-    });
-    const service = await main(loadConfig(['--port', '0', '--db', tempDbFile(), `--inspect=${port}`], {}), pino(sink), {});
+    const { logger, logs } = captureLogs();
+    const service = await main(loadConfig(['--port', '0', '--db', tempDbFile(), `--inspect=${port}`], {}), logger, {});
     cleanups.push(() => service.close());
     const line = logs.find((l) => l.inspector);
     expect(line?.inspector).toBe(`http://localhost:${port}/`);

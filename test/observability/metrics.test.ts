@@ -4,12 +4,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createMachine } from 'xstate';
 import { createOpenAiClient } from '../../src/llm/openai-client.js';
 import { createMetrics, type Metrics } from '../../src/observability/metrics.js';
-import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
 import { agentDefinition } from '../../src/runtime/agent-definition.js';
-import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import { createServer } from '../../src/server.js';
-import { waitForView } from '../helpers/runtime.js';
-import { tempDbFile } from '../helpers/temp.js';
+import { isIdleWithProgress, runtimesClosedAfterEach, waitForView } from '../helpers/runtime.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { startWebhookSink, type WebhookSink } from '../support/webhook-sink.js';
 import { parsePrometheus, sumOf, valueOf, type Sample } from './prom-text.js';
@@ -39,25 +37,27 @@ let sink: WebhookSink;
 let runtime: Runtime | undefined;
 
 afterEach(async () => {
-  await runtime?.close();
   runtime = undefined;
   await fake?.close();
   await sink?.close();
 });
+// Registered after the hook above, so it runs before it (vitest runs after-hooks as a stack): the
+// runtime is closed before the servers it talks to.
+const startRuntime = runtimesClosedAfterEach();
 
 async function start(): Promise<{ app: ReturnType<typeof createServer>; metrics: Metrics }> {
   fake = await startFakeOpenAI();
   sink = await startWebhookSink();
   const metrics = createMetrics();
-  runtime = await createRuntime({
-    store: await openSqliteStore(tempDbFile()),
+  const t = await startRuntime({
     machines: [
       agentDefinition({ llm: createOpenAiClient({ baseURL: fake.url }), defaults: { baseDelayMs: 1, maxAttempts: 3 } }),
       boomDefinition,
     ],
     observer: metrics.observer,
   });
-  return { app: createServer({ runtime, metrics }), metrics };
+  runtime = t.runtime;
+  return { app: createServer({ runtime: t.runtime, metrics }), metrics };
 }
 
 async function scrape(app: ReturnType<typeof createServer>): Promise<Sample[]> {
@@ -77,7 +77,7 @@ describe('GET /metrics after a run', () => {
     fake.enqueueFaults({ kind: 'status', status: 500 });
     const spawned = await post(app, '/agents', { machine: 'agent', id: 'a1', input: { tasks: ['t1'], webhook: sink.url } });
     expect(spawned.status).toBe(201);
-    await waitForView(runtime!, 'a1', (v) => v.state === 'idle' && v.progress === 1);
+    await waitForView(runtime!, 'a1', isIdleWithProgress(1));
     expect(fake.calls.map((c) => c.outcome)).toEqual(['fault', 'ok']);
     expect(sink.deliveries).toHaveLength(1);
 
@@ -150,7 +150,7 @@ describe('GET /metrics after a run', () => {
 
     expect((await post(app, '/agents/b1/events', { type: 'explode' })).status).toBe(202);
     await waitForView(runtime!, 'b1', (v) => v.status === 'error');
-    await waitForView(runtime!, 'slow', (v) => v.state === 'idle' && v.progress === 1);
+    await waitForView(runtime!, 'slow', isIdleWithProgress(1));
     m = await scrape(app);
     expect(valueOf(m, 'durable_agents_agent_failures_total', { reason: 'actor' })).toBe(1);
     expect(valueOf(m, 'durable_agents_agent_failures_total', { reason: 'corrupt' })).toBe(0);

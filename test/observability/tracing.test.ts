@@ -14,11 +14,9 @@ import { main } from '../../src/main.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { tracesExporters, tracingFromEnv } from '../../src/observability/otel.js';
 import { createTracingObserver } from '../../src/observability/tracing.js';
-import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
-import { agentDefinition } from '../../src/runtime/agent-definition.js';
-import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import { createServer } from '../../src/server.js';
-import { waitForView } from '../helpers/runtime.js';
+import { isIdleWithProgress, runtimesClosedAfterEach, waitForView } from '../helpers/runtime.js';
 import { tempDbFile } from '../helpers/temp.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { startWebhookSink, type WebhookSink } from '../support/webhook-sink.js';
@@ -27,6 +25,9 @@ const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
+// Registered after the hook above, so it runs before it (vitest runs after-hooks as a stack): the
+// runtimes are closed before the servers they talk to.
+const startRuntime = runtimesClosedAfterEach();
 
 function inMemoryTracer() {
   const exporter = new InMemorySpanExporter();
@@ -37,12 +38,12 @@ function inMemoryTracer() {
 async function agentRun(observer: Parameters<typeof createTracingObserver>[0]): Promise<{ runtime: Runtime; fake: FakeOpenAI; sink: WebhookSink }> {
   const fake = await startFakeOpenAI();
   const sink = await startWebhookSink();
-  const runtime = await createRuntime({
-    store: await openSqliteStore(tempDbFile()),
-    machines: [agentDefinition({ llm: createOpenAiClient({ baseURL: fake.url }), defaults: { baseDelayMs: 1, model: 'gpt-test' } })],
+  cleanups.push(() => fake.close(), () => sink.close());
+  const { runtime } = await startRuntime({
+    llm: createOpenAiClient({ baseURL: fake.url }),
+    defaults: { baseDelayMs: 1, model: 'gpt-test' },
     observer: createTracingObserver(observer),
   });
-  cleanups.push(() => fake.close(), () => sink.close(), () => runtime.close());
   return { runtime, fake, sink };
 }
 
@@ -55,7 +56,7 @@ describe('runtime spans', () => {
     const { runtime, fake, sink } = await agentRun(tracer);
     fake.enqueueFaults({ kind: 'status', status: 500 });
     await runtime.spawn('agent', { id: 'a1', input: { tasks: ['t1'], webhook: sink.url } });
-    await waitForView(runtime, 'a1', (v) => v.state === 'idle' && v.progress === 1);
+    await waitForView(runtime, 'a1', isIdleWithProgress(1));
 
     const transitions = spans().filter((s) => s.name === 'agent.transition');
     expect(transitions.map((s) => [s.attributes['agent.seq'], s.attributes['xstate.event.type'], s.attributes['xstate.state']])).toEqual([
@@ -204,7 +205,7 @@ async function runServe(env: NodeJS.ProcessEnv): Promise<void> {
       body: JSON.stringify({ machine: 'agent', id: 'otel-1', input: { tasks: ['t1'] } }),
     });
     expect(res.status).toBe(201);
-    await waitForView(service.runtime, 'otel-1', (v) => v.state === 'idle' && v.progress === 1);
+    await waitForView(service.runtime, 'otel-1', isIdleWithProgress(1));
   } finally {
     await service.close();
   }
