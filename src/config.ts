@@ -65,6 +65,10 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     throw new InvalidInputError(`--synchronous must be "normal" or "full" (got "${String(config.synchronous)}").`);
   }
   if (config.port < 0 || config.port > 65_535) throw new InvalidInputError(`--port must be 0–65535 (got ${config.port}).`);
+  if (config.databaseUrl !== undefined && !/^postgres(ql)?:\/\//i.test(config.databaseUrl)) {
+    throw new InvalidInputError('--database-url must be a postgres:// (or postgresql://) URL.');
+  }
+  if (config.leaseMs < 100) throw new InvalidInputError(`--lease-ms must be at least 100 (got ${config.leaseMs}).`);
   return config;
 }
 

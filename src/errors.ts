@@ -69,6 +69,25 @@ export class CorruptStateError extends AgentsError {
   }
 }
 
+/**
+ * A write for an agent that another process now runs (Postgres store: its lease passed to that
+ * process). The write changed nothing; this process must let the agent go, not retry.
+ */
+export class FencedError extends AgentsError {
+  readonly code = 'fenced';
+  constructor(readonly agentId: string) {
+    super(`Agent "${agentId}" is run by another process now; this process's write for it was refused.`);
+  }
+}
+
+/** The store could not be opened (its database cannot be reached, refused the login…): said as a sentence at start. */
+export class StoreUnavailableError extends AgentsError {
+  readonly code = 'store_unavailable';
+  constructor(location: string, cause: unknown) {
+    super(`Cannot open the store at ${location}: ${cause instanceof Error ? cause.message : String(cause)}.`, { cause });
+  }
+}
+
 export type FailureKind = 'transient' | 'permanent';
 
 /**

@@ -1,12 +1,13 @@
 import { serve, type ServerType } from '@hono/node-server';
 import type { Config } from './config.js';
-import { InvalidInputError } from './errors.js';
 import type { LlmClient } from './llm/client.js';
 import { createOpenAiClient } from './llm/openai-client.js';
 import { createSimulatedLlm } from './llm/simulated-client.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { startObservability } from './observability/service-observability.js';
+import { openPostgresStore } from './persistence/postgres/postgres-store.js';
 import { openSqliteStore } from './persistence/sqlite/sqlite-store.js';
+import type { Store } from './persistence/store.js';
 import { agentDefinition } from './runtime/agent-definition.js';
 import { createRuntime, type Runtime } from './runtime/runtime.js';
 import { createServer } from './server.js';
@@ -26,12 +27,12 @@ const SHUTDOWN_GRACE_MS = 5_000;
  * the inspector (with --inspect), recover agents, serve HTTP.
  */
 export async function main(config: Config, log: Logger = createLogger(), env: NodeJS.ProcessEnv = process.env): Promise<Service> {
-  if (config.databaseUrl) {
-    throw new InvalidInputError('--database-url (the Postgres store) is not available in this build yet; use --db for SQLite.');
-  }
   const llm = chooseLlm(config, log);
-  const store = await openSqliteStore(config.db, { synchronous: config.synchronous });
-  log.info({ store: store.kind, location: store.location, synchronous: config.synchronous }, 'store open');
+  const store = await openStore(config);
+  log.info(
+    { store: store.kind, location: store.location, ...(store.leases ? { processId: store.leases.processId, leaseMs: store.leases.leaseMs } : { synchronous: config.synchronous }) },
+    'store open',
+  );
   const observability = await startObservability({ inspectPort: config.inspect, env, log });
   const runtime = await createRuntime({
     store,
@@ -87,6 +88,29 @@ export async function main(config: Config, log: Logger = createLogger(), env: No
         await observability.close();
       })()),
   };
+}
+
+/** `--database-url` (Postgres, shared by many processes) wins over `--db` (one SQLite file, one process). */
+function openStore(config: Config): Promise<Store> {
+  if (!config.databaseUrl) return openSqliteStore(config.db, { synchronous: config.synchronous });
+  const { url, schema } = splitSchema(config.databaseUrl);
+  return openPostgresStore(url, { leaseMs: config.leaseMs, ...(schema ? { schema } : {}) });
+}
+
+/**
+ * A `?schema=NAME` parameter (as Prisma spells it) picks the Postgres schema; pg itself does not
+ * know it, so it is taken off the URL.
+ */
+export function splitSchema(databaseUrl: string): { url: string; schema: string | undefined } {
+  let parsed: URL;
+  try {
+    parsed = new URL(databaseUrl);
+  } catch {
+    return { url: databaseUrl, schema: undefined }; // pg reports a malformed URL in its own words
+  }
+  const schema = parsed.searchParams.get('schema') ?? undefined;
+  parsed.searchParams.delete('schema');
+  return { url: parsed.toString(), schema };
 }
 
 function chooseLlm(config: Config, log: Logger): LlmClient {

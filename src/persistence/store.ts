@@ -209,7 +209,54 @@ export interface Store {
   /** Counts for gauges: agents by status, and events accepted but not yet consumed. */
   stats(): Promise<StoreStats>;
 
+  /**
+   * Present on a store that many processes share (Postgres): who runs which agent. When present,
+   * `createAgent` makes this process the new agent's owner, and `commit` refuses (`{ refused:
+   * FencedError }`, writing nothing) a checkpoint, consume, effect or `error` status write for an
+   * agent this process does not own; events and `stopped` status writes are taken from any process.
+   */
+  readonly leases?: Leases;
+
   close(): Promise<void>;
+}
+
+/**
+ * Leases for a store shared by many processes. A process holds a lease that it renews; it owns the
+ * agents it spawned or claimed. When its lease runs out (it died, or lost the database for longer
+ * than `leaseMs`), any other process may claim its agents and restore them from their last
+ * checkpoint; from then on the old owner's writes for them are refused (fenced).
+ */
+export interface Leases {
+  /** This process's id in the lease table: unique per process start. */
+  readonly processId: string;
+  readonly leaseMs: number;
+  /**
+   * Takes or renews this process's lease (until now + leaseMs, by the database's clock). False when
+   * it had already run out: other processes may be claiming its agents, so it must stop running
+   * them (its next renew starts a fresh lease).
+   */
+  renew(): Promise<boolean>;
+  /**
+   * Makes this process the owner of up to `limit` active agents that no live process holds (no
+   * owner, or an owner whose lease has run out), oldest first, skipping rows another process is
+   * claiming at the same moment (`FOR UPDATE SKIP LOCKED`). With `skipResting`, as for
+   * `loadActiveAgents`. Returns them ready to restore.
+   */
+  claimOrphans(options: { limit: number; skipResting?: boolean }): Promise<RestorableAgent[]>;
+  /**
+   * Makes this process the owner of one active agent unless another live process holds it.
+   * `'elsewhere'`: a live process runs it; undefined: no such active agent.
+   */
+  claim(agentId: string): Promise<RestorableAgent | 'elsewhere' | undefined>;
+  /** Agents this process owns that have inbox events accepted but not yet consumed (a missed notification's safety net). */
+  pendingInboxes(): Promise<{ agentId: string; eventSeq: number }[]>;
+  /**
+   * Called after any process commits an event into an agent's inbox (Postgres LISTEN/NOTIFY), with
+   * the event's seq; seq 0 when its status was changed by a `stopped` status write.
+   */
+  onInboxEvent(listener: (agentId: string, seq: number) => void): void;
+  /** Ends this process's lease now (clean shutdown): its agents may be claimed at once. */
+  resign(): Promise<void>;
 }
 
 export interface StoreStats {

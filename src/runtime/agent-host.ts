@@ -100,6 +100,16 @@ export class AgentHost implements TransitionSink {
     this.pump();
   }
 
+  /** Seq of the last inbox event handed to the actor. */
+  get inboxPosition(): number {
+    return this.delivered;
+  }
+
+  /** Whether the inbox event `seq` was delivered or waits to be. */
+  knows(seq: number): boolean {
+    return seq <= this.delivered || this.inbox.some((e) => e.seq === seq);
+  }
+
   /** Nothing runs and nothing waits to be delivered: only a new event can move this agent. */
   isResting(): boolean {
     const snapshot = this.actor.getSnapshot() as AnyMachineSnapshot;

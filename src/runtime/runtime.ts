@@ -1,11 +1,12 @@
 import type { AnyMachineSnapshot, InspectionEvent } from 'xstate';
-import { ConflictError, CorruptStateError, InvalidEventError, InvalidInputError, NotFoundError, serializeError } from '../errors.js';
+import { ConflictError, CorruptStateError, FencedError, InvalidEventError, InvalidInputError, NotFoundError, serializeError } from '../errors.js';
 import { topLevelState } from '../observability/action-outcome.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
 import type { AgentQuery, AgentRecord, CheckpointRecord, InboxEvent, Page, RestorableAgent, RestorableCheckpoint, Store, Write } from '../persistence/store.js';
 import { describeIssues } from '../validation-issues.js';
 import { AgentHost, type CommittedCheckpoint, type HostOwner, type LatestState } from './agent-host.js';
 import { GroupCommitter } from './committer.js';
+import { LeaseKeeper } from './lease-keeper.js';
 import { assertValidId, generateId } from './ids.js';
 import { registerMachine, type MachineDefinition, type PersistedSnapshotJson, type RegisteredMachine } from './machine-definition.js';
 import type { RuntimeObserver } from './observer.js';
@@ -41,7 +42,9 @@ export type ViewListener = (view: AgentView) => void;
  */
 export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const runtime = new Runtime(options);
-  if (options.recover !== false) await runtime.recover();
+  // On a shared store, recovery is taking the lease and adopting the agents no live process runs.
+  if (runtime.leaseKeeper) await runtime.startLeases();
+  else if (options.recover !== false) await runtime.recover();
   return runtime;
 }
 
@@ -57,6 +60,8 @@ export class Runtime implements HostOwner {
   private readonly passivateAfterMs: number | undefined;
   private readonly waking = new Map<string, Promise<AgentHost | undefined>>();
   private readonly observer: RuntimeObserver;
+  /** Present on a store shared by many processes: this process runs only the agents it holds. */
+  readonly leaseKeeper: LeaseKeeper | undefined;
   private closing = false;
 
   constructor(options: RuntimeOptions) {
@@ -71,6 +76,19 @@ export class Runtime implements HostOwner {
     this.committer.onBatch = (size, ms) => this.observe('batchCommitted', () => this.observer.batchCommitted?.({ size, ms }));
     this.reloadDelayMs = options.reloadDelayMs ?? 1000;
     this.passivateAfterMs = options.passivateAfterMs;
+    const leases = options.store.leases;
+    this.leaseKeeper =
+      leases &&
+      new LeaseKeeper(
+        leases,
+        {
+          adopt: (agents) => this.adopt(agents).then(() => undefined),
+          inboxEvent: (agentId, seq) => void this.pullInbox(agentId, seq),
+          leaseLost: () => this.dropAll(),
+          log: this.log,
+        },
+        { skipResting: this.passivateAfterMs !== undefined },
+      );
   }
 
   get liveAgents(): number {
@@ -219,29 +237,27 @@ export class Runtime implements HostOwner {
 
   /** Restores every active agent from its last checkpoint and resumes it. */
   async recover(): Promise<{ restored: number; quarantined: number }> {
-    let restored = 0;
-    let quarantined = 0;
     const skipResting = this.passivateAfterMs !== undefined;
-    for (const { agent, checkpoint } of await this.store.loadActiveAgents({ skipResting })) {
-      if (this.live.has(agent.id)) continue;
-      const host = await this.activate(agent, checkpoint);
-      if (host) restored++;
-      else if (this.machines.has(agent.machine)) quarantined++;
-    }
-    if (restored + quarantined > 0) this.log.info({ restored, quarantined }, 'recovered active agents');
-    return { restored, quarantined };
+    const counts = await this.adopt(await this.store.loadActiveAgents({ skipResting }));
+    if (counts.restored + counts.quarantined > 0) this.log.info(counts, 'recovered active agents');
+    return counts;
+  }
+
+  /** Takes this process's lease on the shared store and adopts every agent no live process runs. */
+  async startLeases(): Promise<void> {
+    const adopted = await this.leaseKeeper!.start();
+    this.log.info({ processId: this.store.leases!.processId, adopted }, 'lease taken; adopted the agents no live process ran');
   }
 
   /** Stops every actor (in-flight calls are aborted and re-run after restart), commits what is queued, closes the store. */
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
-    for (const host of this.live.values()) {
-      clearTimeout(host.passivationTimer);
-      host.stop();
-    }
-    this.live.clear();
+    await this.leaseKeeper?.stop();
+    this.dropAll();
     await this.committer.drain();
+    // Committed what it had: its agents may go to another process at once, without waiting for the lease.
+    await this.leaseKeeper?.resign().catch((err: unknown) => this.log.warn({ err }, 'could not end the lease; it will run out'));
     await this.store.close();
   }
 
@@ -285,6 +301,11 @@ export class Runtime implements HostOwner {
   failed(host: AgentHost, reason: 'commit' | 'actor', err: unknown): void {
     if (this.live.get(host.agentId) === host) this.live.delete(host.agentId);
     if (this.closing) return;
+    if (err instanceof FencedError) {
+      // Not a failure of the agent: another process runs it now (or it was stopped); let it go.
+      this.log.info({ agentId: host.agentId }, 'agent taken over by another process or stopped elsewhere; let go here');
+      return;
+    }
     this.observe('agentFailed', () => this.observer.agentFailed?.({ agentId: host.agentId, reason, error: serializeError(err) }));
     if (reason === 'actor') {
       this.log.error({ agentId: host.agentId, err }, 'agent crashed inside its statechart; marked error');
@@ -298,6 +319,56 @@ export class Runtime implements HostOwner {
   }
 
   // --- internals --------------------------------------------------------------------------------
+
+  /** Restores agents read (or claimed) from the store, skipping any already live. */
+  private async adopt(agents: readonly RestorableAgent[]): Promise<{ restored: number; quarantined: number }> {
+    let restored = 0;
+    let quarantined = 0;
+    for (const { agent, checkpoint } of agents) {
+      if (this.live.has(agent.id)) continue;
+      const host = await this.activate(agent, checkpoint);
+      if (host) restored++;
+      else if (this.machines.has(agent.machine)) quarantined++;
+    }
+    return { restored, quarantined };
+  }
+
+  /** Stops every live agent here without writing anything (closing, or the lease ran out). */
+  private dropAll(): void {
+    for (const host of this.live.values()) {
+      clearTimeout(host.passivationTimer);
+      host.stop();
+    }
+    this.live.clear();
+  }
+
+  /**
+   * An event committed to an agent's inbox, maybe by another process (shared store): a live agent
+   * reads what it has not seen; one not in memory is woken here if this process may run it.
+   */
+  private async pullInbox(agentId: string, seq: number): Promise<void> {
+    try {
+      const host = this.live.get(agentId);
+      if (seq === 0) {
+        // Its status changed in another process (stopped there): a copy running here must end.
+        const agent = await this.store.getAgent(agentId);
+        if (host && agent?.status !== 'active' && this.live.get(agentId) === host) {
+          clearTimeout(host.passivationTimer);
+          host.stop();
+          this.live.delete(agentId);
+          this.notify(agentId);
+        }
+        return;
+      }
+      if (!host) {
+        await this.wake(agentId);
+        return;
+      }
+      if (!host.knows(seq)) host.offer(await this.store.eventsAfter(agentId, host.inboxPosition));
+    } catch (err) {
+      this.log.warn({ agentId, err }, 'could not read new inbox events; the next lease tick retries');
+    }
+  }
 
   private async activate(agent: RestorableAgent['agent'], checkpoint: RestorableCheckpoint | undefined): Promise<AgentHost | undefined> {
     const machine = this.machines.get(agent.machine);
@@ -357,7 +428,10 @@ export class Runtime implements HostOwner {
       waking = (async () => {
         // One read for the agent and its last checkpoint. Events committed meanwhile are not lost: their
         // senders offer them to the host this wake returns, and activate reads those already pending.
-        const restorable = await this.store.loadRestorable(agentId);
+        // On a shared store, only when no other live process runs it (it is then this process's).
+        const leases = this.store.leases;
+        const found = leases ? await leases.claim(agentId) : await this.store.loadRestorable(agentId);
+        const restorable = found === 'elsewhere' ? undefined : found;
         if (!restorable || this.closing) return undefined;
         return this.live.get(agentId) ?? (await this.activate(restorable.agent, restorable.checkpoint));
       })().finally(() => this.waking.delete(agentId));

@@ -1,116 +1,32 @@
 // A real `durable-agents serve` process on 127.0.0.1, driven with fetch: the fake OpenAI server
 // answers the LLM calls, the webhook sink records the side effects, and the process is killed
 // with SIGKILL mid-run and restarted on the same SQLite file.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { AgentView } from '../../src/runtime/views.js';
+import { api, AUTH, killAllServers, parseLine, ROOT, startServer as startProcess, waitForAgent, type ServerProcess } from '../helpers/server-process.js';
 import { tempDir } from '../helpers/temp.js';
 import { sseReader } from '../http/harness.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { startWebhookSink, type WebhookSink } from '../support/webhook-sink.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const TOKEN = 'e2e-token';
-const AUTH = { authorization: `Bearer ${TOKEN}` };
-
-/** The contract's env vars: cleared so the flags below are the whole configuration. */
-const CONTRACT_ENV = [
-  'PORT', 'HOST', 'DURABLE_AGENTS_DB', 'DATABASE_URL', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'OPENAI_MODEL',
-  'LLM_TIMEOUT_MS', 'MAX_ATTEMPTS', 'RETRY_BASE_MS', 'DURABLE_AGENTS_TOKEN', 'LEASE_MS',
-];
-
-interface ServerProcess {
-  url: string;
-  child: ChildProcess;
-  output: string[];
-  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const running = new Set<ServerProcess>();
 let fake: FakeOpenAI | undefined;
 let sink: WebhookSink | undefined;
 let dir: string | undefined;
 
 afterEach(async () => {
-  for (const server of running) {
-    server.child.kill('SIGKILL');
-    await server.exit;
-  }
-  running.clear();
+  await killAllServers();
   await fake?.close();
   await sink?.close();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
   fake = sink = dir = undefined;
 });
 
-/** Starts `serve --port 0` and learns the port from the "listening" log line. */
-async function startServer(db: string, extra: string[] = []): Promise<ServerProcess> {
-  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info' };
-  for (const name of CONTRACT_ENV) delete env[name];
-  const args = ['--conditions=development', '--import', 'tsx', 'src/cli.ts', 'serve', '--port', '0', '--db', db];
-  args.push('--llm-base-url', fake!.url, '--llm-api-key', 'test', '--token', TOKEN, '--retry-base-ms', '20', ...extra);
-  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const output: string[] = [];
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
-  const server: ServerProcess = { url: '', child, output, exit };
-  running.add(server);
-  void exit.then(() => running.delete(server));
-  child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
-  server.url = await new Promise<string>((resolve, reject) => {
-    let pending = '';
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output.join('')}`)), 30_000);
-    void exit.then(({ code, signal }) => reject(new Error(`server exited (${code ?? signal}) before listening:\n${output.join('')}`)));
-    child.stdout!.on('data', (chunk: Buffer) => {
-      pending += chunk.toString();
-      let newline;
-      while ((newline = pending.indexOf('\n')) >= 0) {
-        const line = pending.slice(0, newline);
-        pending = pending.slice(newline + 1);
-        output.push(line);
-        const record = parseLine(line);
-        if (typeof record?.url === 'string' && String(record.msg).startsWith('durable-agents listening')) {
-          clearTimeout(timer);
-          resolve(record.url);
-        }
-      }
-    });
-  });
-  return server;
-}
-
-function parseLine(line: string): Record<string, unknown> | undefined {
-  try {
-    return JSON.parse(line) as Record<string, unknown>;
-  } catch {
-    return undefined;
-  }
-}
-
-async function api(server: ServerProcess, method: string, url: string, body?: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(server.url + url, {
-    method,
-    headers: { ...AUTH, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? (JSON.parse(text) as any) : undefined };
-}
-
-async function waitForAgent(server: ServerProcess, id: string, done: (v: AgentView) => boolean, timeout = 30_000): Promise<AgentView> {
-  let view: AgentView | undefined;
-  await vi.waitFor(
-    async () => {
-      view = (await api(server, 'GET', `/agents/${id}`)).body as AgentView;
-      if (!done(view)) throw new Error(`${id}: ${JSON.stringify(view.state)} progress ${view.progress}`);
-    },
-    { timeout, interval: 25 },
-  );
-  return view!;
+/** A `serve` process on the SQLite file `db`, calling the fake OpenAI server. */
+function startServer(db: string, extra: string[] = []): Promise<ServerProcess> {
+  return startProcess({ store: ['--db', db], llmUrl: fake!.url, extra });
 }
 
 function setUp() {
@@ -257,15 +173,16 @@ describe('durable-agents serve (refusals)', () => {
     return { code, output };
   }
 
-  it('refuses --database-url with a sentence saying the Postgres store is not in this build', { timeout: 30_000 }, async () => {
-    const { code, output } = await runCli(['serve', '--database-url', 'postgres://localhost/agents']);
+  it('exits 1 with a sentence when the Postgres of --database-url cannot be reached', { timeout: 30_000 }, async () => {
+    const { code, output } = await runCli(['serve', '--database-url', 'postgres://postgres@127.0.0.1:1/agents']);
     expect(code).toBe(1);
-    expect(output).toContain('--database-url (the Postgres store) is not available in this build yet');
+    expect(output).toContain('Cannot open the store at postgres://postgres@127.0.0.1:1/agents: connect ECONNREFUSED');
     expect(output).not.toMatch(/\bat .+\.ts:\d+/); // a sentence, not a stack trace
   });
 
   it('refuses unknown flags, bad numbers and an empty token with the usage text (exit 2)', { timeout: 30_000 }, async () => {
-    for (const args of [['serve', '--bogus'], ['serve', '--port', 'eighty'], ['serve', '--token', ''], ['launch']]) {
+    const notPostgres = ['serve', '--database-url', 'mysql://root@127.0.0.1/agents'];
+    for (const args of [['serve', '--bogus'], ['serve', '--port', 'eighty'], ['serve', '--token', ''], notPostgres, ['launch']]) {
       const { code, output } = await runCli(args);
       expect(code, args.join(' ')).toBe(2);
       expect(output).toContain('Usage: durable-agents serve');

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { ConflictError, InvalidInputError, NotFoundError, type SerializedError } from '../../errors.js';
+import { ConflictError, NotFoundError } from '../../errors.js';
 import type {
   ActionRecord,
   AgentQuery,
@@ -22,6 +22,10 @@ import type {
   Write,
   WriteResult,
 } from '../store.js';
+import {
+  decodeCursor, encodeCursor, json, parseOr, RESTORABLE, toAgent, toCheckpoint, toRestorable,
+  type AgentRow, type CheckpointRow, type RestorableRow,
+} from '../rows.js';
 import { migrate } from './migrations.js';
 import { WalFlusher } from './wal-flusher.js';
 
@@ -34,52 +38,6 @@ export interface SqliteStoreOptions {
    */
   synchronous?: 'normal' | 'full';
 }
-
-interface AgentRow {
-  pos: number;
-  id: string;
-  machine: string;
-  machine_version: string;
-  status: AgentStatus;
-  state: string | null;
-  progress: number;
-  last_seq: number;
-  inbox_position: number;
-  event_seq: number;
-  error: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-interface CheckpointRow {
-  agent_id: string;
-  seq: number;
-  machine_version: string;
-  event_type: string;
-  state: string;
-  status: string;
-  progress: number;
-  snapshot: string;
-  created_at: string;
-}
-
-/** A row of RESTORABLE: the `c_` columns are null when the agent has no checkpoint yet. */
-type RestorableRow = Pick<AgentRow, 'id' | 'machine' | 'inbox_position' | 'event_seq' | 'created_at'> & {
-  input: string | null; c_seq: number | null; c_machine_version: string; c_event_type: string;
-  c_progress: number; c_snapshot: string; c_created_at: string;
-};
-
-/**
- * Active agents with their last checkpoint, and the spawn input of those that have none: what
- * recovery needs, in one query. Reading every agent column and joining every input measured twice
- * as slow on 10,000 agents.
- */
-const RESTORABLE = `
-  select a.id, a.machine, a.inbox_position, a.event_seq, a.created_at,
-         case when c.seq is null then (select i.input from agent_inputs i where i.agent_id = a.id) end as input,
-         c.seq as c_seq, c.machine_version as c_machine_version, c.event_type as c_event_type,
-         c.progress as c_progress, c.snapshot as c_snapshot, c.created_at as c_created_at
-  from agents a left join checkpoints c on c.agent_id = a.id and c.seq = a.last_seq`;
 
 /** Opens (creating when needed) a SQLite file in WAL mode and brings its schema up to date. */
 export async function openSqliteStore(file: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
@@ -364,80 +322,4 @@ export class SqliteStore implements Store {
     await this.flusher?.close();
     if (this.db.open) this.db.close();
   }
-}
-
-function toAgent(r: AgentRow): AgentRecord {
-  return {
-    id: r.id,
-    machine: r.machine,
-    machineVersion: r.machine_version,
-    status: r.status,
-    state: r.state === null ? null : parseOr(r.state, null),
-    progress: r.progress,
-    lastSeq: r.last_seq,
-    inboxPosition: r.inbox_position,
-    eventSeq: r.event_seq,
-    error: r.error === null ? null : (parseOr(r.error, null) as SerializedError | null),
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-  };
-}
-
-function toRestorable(r: RestorableRow): RestorableAgent {
-  return {
-    agent: {
-      id: r.id,
-      machine: r.machine,
-      inboxPosition: r.inbox_position,
-      eventSeq: r.event_seq,
-      createdAt: r.created_at,
-      ...(r.c_seq === null ? { input: parseOr(r.input, {}) } : {}),
-    },
-    checkpoint:
-      r.c_seq === null
-        ? undefined
-        : {
-            agentId: r.id, seq: r.c_seq, machineVersion: r.c_machine_version, eventType: r.c_event_type,
-            progress: r.c_progress, snapshot: r.c_snapshot, createdAt: r.c_created_at,
-          },
-  };
-}
-
-function toCheckpoint(r: CheckpointRow): CheckpointRecord {
-  return {
-    agentId: r.agent_id,
-    seq: r.seq,
-    machineVersion: r.machine_version,
-    eventType: r.event_type,
-    state: parseOr(r.state, null),
-    status: r.status,
-    progress: r.progress,
-    snapshot: r.snapshot,
-    createdAt: r.created_at,
-  };
-}
-
-/** Summary columns are for display; a damaged one must not take a listing down (snapshots are checked on restore). */
-function parseOr(text: string | null, fallback: unknown): unknown {
-  if (text === null) return fallback;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return fallback;
-  }
-}
-
-function json(value: unknown): string | null {
-  return value === undefined ? null : JSON.stringify(value);
-}
-
-function encodeCursor(pos: number): string {
-  return Buffer.from(`p:${pos}`).toString('base64url');
-}
-
-function decodeCursor(cursor: string | undefined): number | undefined {
-  if (cursor === undefined) return undefined;
-  const match = /^p:(\d+)$/.exec(Buffer.from(cursor, 'base64url').toString());
-  if (!match) throw new InvalidInputError('That cursor is not one this server gave out.');
-  return Number(match[1]);
 }
