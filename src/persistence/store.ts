@@ -252,9 +252,14 @@ export interface Leases {
   pendingInboxes(): Promise<{ agentId: string; eventSeq: number }[]>;
   /**
    * Called after any process commits an event into an agent's inbox (Postgres LISTEN/NOTIFY), with
-   * the event's seq; seq 0 when its status was changed by a `stopped` status write.
+   * the event's seq; seq 0 when its status was changed by a status write (stopped, error).
    */
   onInboxEvent(listener: (agentId: string, seq: number) => void): void;
+  /**
+   * Called after any process commits checkpoints for an agent, with the newest seq of that commit
+   * (several transitions of one agent in one commit are one call): watchers elsewhere follow it.
+   */
+  onCheckpoint(listener: (agentId: string, seq: number) => void): void;
   /** Ends this process's lease now (clean shutdown): its agents may be claimed at once. */
   resign(): Promise<void>;
 }

@@ -59,6 +59,8 @@ export class Runtime implements HostOwner {
   private readonly reloadDelayMs: number;
   private readonly passivateAfterMs: number | undefined;
   private readonly waking = new Map<string, Promise<AgentHost | undefined>>();
+  /** Shared store: for watched agents that another process runs, the last seq shown and the reads in flight. */
+  private readonly remote = new Map<string, { seen: number | undefined; reading: Promise<void> }>();
   private readonly observer: RuntimeObserver;
   /** Present on a store shared by many processes: this process runs only the agents it holds. */
   readonly leaseKeeper: LeaseKeeper | undefined;
@@ -89,6 +91,7 @@ export class Runtime implements HostOwner {
         },
         { skipResting: this.passivateAfterMs !== undefined },
       );
+    leases?.onCheckpoint((agentId, seq) => this.followRemote(agentId, seq));
   }
 
   get liveAgents(): number {
@@ -231,7 +234,9 @@ export class Runtime implements HostOwner {
     set.add(listener);
     return () => {
       set.delete(listener);
-      if (set.size === 0) this.listeners.delete(agentId);
+      if (set.size > 0) return;
+      this.listeners.delete(agentId);
+      this.remote.delete(agentId);
     };
   }
 
@@ -350,14 +355,15 @@ export class Runtime implements HostOwner {
     try {
       const host = this.live.get(agentId);
       if (seq === 0) {
-        // Its status changed in another process (stopped there): a copy running here must end.
+        // Its status changed (stopped from any process, or an error where it ran): a copy running
+        // here must end, and watchers here see the new status.
         const agent = await this.store.getAgent(agentId);
         if (host && agent?.status !== 'active' && this.live.get(agentId) === host) {
           clearTimeout(host.passivationTimer);
           host.stop();
           this.live.delete(agentId);
-          this.notify(agentId);
         }
+        if (!this.live.has(agentId)) this.notify(agentId);
         return;
       }
       if (!host) {
@@ -438,6 +444,33 @@ export class Runtime implements HostOwner {
       this.waking.set(agentId, waking);
     }
     return waking;
+  }
+
+  /**
+   * Another process committed checkpoints of an agent (shared store). Watchers here get one view per
+   * transition, read from the store in order; the first notification after `watch` shows its newest.
+   */
+  private followRemote(agentId: string, newest: number): void {
+    const listeners = this.listeners.get(agentId);
+    if (!listeners?.size || this.live.has(agentId)) return;
+    let follow = this.remote.get(agentId);
+    if (!follow) this.remote.set(agentId, (follow = { seen: undefined, reading: Promise.resolve() }));
+    const current = follow;
+    current.reading = current.reading.then(async () => {
+      const from = current.seen === undefined ? newest : current.seen + 1;
+      if (from > newest) return;
+      const agent = await this.agentOrThrow(agentId);
+      for (let seq = from; seq <= newest; seq++) {
+        const checkpoint = await this.store.getCheckpoint(agentId, seq);
+        if (!checkpoint) continue;
+        const view = toAgentView(
+          { ...agent, status: checkpoint.status as AgentRecord['status'] },
+          { ...checkpoint, context: contextOf(checkpoint), updatedAt: checkpoint.createdAt },
+        );
+        listeners.forEach((listener) => listener(view));
+      }
+      current.seen = newest;
+    }).catch((err: unknown) => this.log.warn({ agentId, err }, 'could not read the checkpoints of an agent run elsewhere'));
   }
 
   /** With passivation on, (re)starts the host's countdown to leaving memory. */

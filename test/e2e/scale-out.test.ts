@@ -3,7 +3,9 @@
 // or leaves (SIGTERM), the others take its agents over from their last checkpoint.
 import { afterEach, describe, expect, it } from 'vitest';
 import { freshSchema, postgresUrl } from '../helpers/postgres.js';
-import { api, killAllServers, startServer, waitForAgent, type ServerProcess } from '../helpers/server-process.js';
+import type { AgentView } from '../../src/runtime/views.js';
+import { api, AUTH, killAllServers, startServer, waitForAgent, type ServerProcess } from '../helpers/server-process.js';
+import { sseReader } from '../http/harness.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { startWebhookSink, type WebhookSink } from '../support/webhook-sink.js';
 
@@ -123,5 +125,44 @@ describe('scale-out on Postgres (real processes)', () => {
     // The owner learns of it and no longer shows (or runs) its own copy as active.
     await waitForAgent(owner!, 'stoppable', (v) => v.status === 'stopped', 10_000);
     expect((await api(owner!, 'POST', '/agents/stoppable/events', { type: 'task.add', task: 'too late' })).status).toBe(409);
+  });
+
+  it('streams every transition of an agent that another process runs, to its end', { timeout: 60_000 }, async () => {
+    fake = await startFakeOpenAI({ latencyMs: 50 });
+    sink = await startWebhookSink();
+    const [owner, other] = await startCluster(2, 1000);
+    expect((await api(owner!, 'POST', '/agents', { machine: 'agent', id: 'watched', input: { webhook: sink.url } })).status).toBe(201);
+    await waitForAgent(owner!, 'watched', (v) => v.state === 'idle');
+
+    const res = await fetch(`${other!.url}/agents/watched/stream`, { headers: AUTH });
+    const stream = sseReader(res);
+    const views: AgentView[] = [];
+    const readUntil = async (stop: (v: AgentView) => boolean) => {
+      for (;;) {
+        const event = await stream.next();
+        if (!event) throw new Error(`the stream ended early after ${JSON.stringify(views.map((v) => v.state))}`);
+        const view = JSON.parse(event.data) as AgentView;
+        views.push(view);
+        if (stop(view)) return;
+      }
+    };
+    await readUntil(() => true); // the view when the stream opened
+    for (const task of ['first', 'second']) {
+      expect((await api(owner!, 'POST', '/agents/watched/events', { type: 'task.add', task })).status).toBe(202);
+    }
+    await readUntil((v) => v.state === 'idle' && v.progress === 2);
+    // One view per transition, in order, though they were committed in the other process: the views
+    // after the first are the checkpoints written since, one for one.
+    const shown = (v: { state: unknown; progress: number }) => `${JSON.stringify(v.state)}@${v.progress}`;
+    const checkpoints = (await api(other!, 'GET', '/agents/watched/checkpoints')).body.items as { state: unknown; progress: number }[];
+    const since = checkpoints.slice(-views.length);
+    expect(views.map(shown)).toEqual(since.map(shown));
+    const states = new Set(views.map((v) => (typeof v.state === 'string' ? v.state : Object.keys(v.state as object)[0])));
+    expect([...states]).toEqual(expect.arrayContaining(['idle', 'callingLLM', 'persisted', 'sideEffect']));
+
+    // Stopped from the owner: the stream in the other process shows it and ends.
+    expect((await api(owner!, 'DELETE', '/agents/watched')).status).toBe(204);
+    await readUntil((v) => v.status === 'stopped');
+    expect(await stream.next()).toBeUndefined();
   });
 });

@@ -300,6 +300,24 @@ describe('Postgres leases', () => {
     expect(later).toEqual([['x', 2], ['x', 3]]);
   });
 
+  it("announces each agent's newest checkpoint of a commit, and a status change as inbox seq 0", async () => {
+    const { a, b } = await twoProcesses(30_000);
+    await a.createAgent(newAgent('x'));
+    await a.createAgent(newAgent('y'));
+    await b.createAgent(newAgent('theirs'));
+    const checkpoints: [string, number][] = [];
+    const inbox: [string, number][] = [];
+    b.leases.onCheckpoint((agentId, seq) => checkpoints.push([agentId, seq]));
+    b.leases.onInboxEvent((agentId, seq) => inbox.push([agentId, seq]));
+    // Three transitions of x and one of y in one commit; a refused (fenced) one is not announced.
+    const results = await a.commit([checkpoint('x', 1), checkpoint('x', 2), checkpoint('y', 1), checkpoint('x', 3), checkpoint('theirs', 1)]);
+    expect(results[4]).toEqual({ refused: expect.any(FencedError) });
+    await a.commit([{ kind: 'status', agentId: 'y', status: 'stopped', error: null, at: at() }]);
+    await waitFor('the status change', async () => (inbox.length >= 1 ? true : undefined));
+    expect(checkpoints).toEqual([['x', 3], ['y', 1]]);
+    expect(inbox).toEqual([['y', 0]]);
+  });
+
   it('hears only its own schema', async () => {
     const { a } = await twoProcesses(30_000);
     const other = await open(freshSchema());

@@ -6,7 +6,7 @@
 import type pg from 'pg';
 import { ConflictError, FencedError, NotFoundError } from '../../errors.js';
 import type { AppendResult, Write, WriteResult } from '../store.js';
-import { inboxPayload } from './inbox-listener.js';
+import { notificationPayload } from './inbox-listener.js';
 import { json } from '../rows.js';
 
 export interface WriteContext {
@@ -23,13 +23,18 @@ export async function applyWrites(client: pg.ClientBase, writes: readonly Write[
   await lockAgents(client, writes);
   const results: WriteResult[] = [];
   const announcements: string[] = [];
+  /** Each agent's newest checkpoint in this batch: one announcement per agent, not per transition. */
+  const newest = new Map<string, number>();
   for (const w of writes) {
     const result = await applyWrite(client, w, context.processId);
-    if (w.kind === 'event' && result && 'seq' in result && !result.duplicate) announcements.push(inboxPayload(w.agentId, result.seq));
-    // Seq 0: the agent was stopped, maybe by a process that does not run it; its owner lets it go.
-    else if (w.kind === 'status' && w.status === 'stopped') announcements.push(inboxPayload(w.agentId, 0));
     results.push(result);
+    if (result && 'refused' in result) continue;
+    if (w.kind === 'event' && result && !result.duplicate) announcements.push(notificationPayload('inbox', w.agentId, result.seq));
+    // Seq 0: its status changed (stopped, maybe by a process that does not run it: its owner lets it go).
+    else if (w.kind === 'status') announcements.push(notificationPayload('inbox', w.agentId, 0));
+    else if (w.kind === 'checkpoint') newest.set(w.agentId, w.seq);
   }
+  for (const [agentId, seq] of newest) announcements.push(notificationPayload('checkpoint', agentId, seq));
   // Notifications are delivered when the transaction commits, and not at all if it rolls back.
   if (announcements.length > 0) {
     await client.query('select pg_notify($1, payload) from unnest($2::text[]) as payload', [context.channel, announcements]);

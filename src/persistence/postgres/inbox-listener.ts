@@ -1,12 +1,20 @@
 /**
- * Inbox notifications between processes: every accepted event is announced on a channel of the
- * store's schema (`pg_notify`, sent when its transaction commits), and one LISTEN connection per
- * process hands them to the listeners registered here.
+ * Notifications between processes, on one channel of the store's schema (`pg_notify`, sent when the
+ * transaction commits): every accepted inbox event (and every status change, as seq 0) so that the
+ * agent's owner delivers it, and every agent's newest committed checkpoint so that views and
+ * streams in other processes follow it. One LISTEN connection per process hands them to the
+ * listeners registered here.
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 
-export type InboxEventListener = (agentId: string, seq: number) => void;
+export type AgentSeqListener = (agentId: string, seq: number) => void;
+
+/** `inbox`: an event (seq > 0) or a status change (seq 0); `checkpoint`: the newest one committed. */
+export type NotificationKind = 'inbox' | 'checkpoint';
+
+const KIND_TAGS: Record<NotificationKind, string> = { inbox: 'e', checkpoint: 'c' };
+const TAG_KINDS = new Map(Object.entries(KIND_TAGS).map(([kind, tag]) => [tag, kind as NotificationKind]));
 
 const MAX_IDENTIFIER_BYTES = 63;
 const RETRY_FIRST_MS = 100;
@@ -22,9 +30,9 @@ export function inboxChannel(schema: string): string {
   return `da_inbox_${createHash('sha256').update(schema).digest('hex').slice(0, 40)}`;
 }
 
-/** The payload `pg_notify` is sent with, so that the listener can read it back. */
-export function inboxPayload(agentId: string, seq: number): string {
-  return `${agentId} ${seq}`;
+/** The payload `pg_notify` is sent with (agent ids have no spaces), so that the listener can read it back. */
+export function notificationPayload(kind: NotificationKind, agentId: string, seq: number): string {
+  return `${KIND_TAGS[kind]} ${agentId} ${seq}`;
 }
 
 /**
@@ -33,7 +41,7 @@ export function inboxPayload(agentId: string, seq: number): string {
  * runtime also polls `pendingInboxes()`.
  */
 export class InboxListener {
-  private readonly listeners: InboxEventListener[] = [];
+  private readonly listeners: Record<NotificationKind, AgentSeqListener[]> = { inbox: [], checkpoint: [] };
   /** The connection that listens, and the one being opened to replace it (never both). */
   private client: pg.Client | undefined;
   private connecting: pg.Client | undefined;
@@ -51,8 +59,8 @@ export class InboxListener {
     await this.connect();
   }
 
-  add(listener: InboxEventListener): void {
-    this.listeners.push(listener);
+  add(kind: NotificationKind, listener: AgentSeqListener): void {
+    this.listeners[kind].push(listener);
   }
 
   async close(): Promise<void> {
@@ -103,13 +111,13 @@ export class InboxListener {
   }
 
   private dispatch(notification: pg.Notification): void {
-    const payload = notification.payload ?? '';
-    const space = payload.lastIndexOf(' ');
-    const seq = Number(payload.slice(space + 1));
-    if (space <= 0 || !Number.isSafeInteger(seq)) return; // not one of ours
-    for (const listener of this.listeners) {
+    const [tag, agentId, seqText, extra] = (notification.payload ?? '').split(' ');
+    const kind = TAG_KINDS.get(tag ?? '');
+    const seq = Number(seqText);
+    if (!kind || !agentId || extra !== undefined || !Number.isSafeInteger(seq)) return; // not one of ours
+    for (const listener of this.listeners[kind]) {
       try {
-        listener(payload.slice(0, space), seq);
+        listener(agentId, seq);
       } catch (err) {
         // Thrown from here it would unwind pg's message parsing and break the connection: a
         // listener's error surfaces on its own tick instead, as an event listener's would.

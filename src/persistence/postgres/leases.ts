@@ -5,7 +5,7 @@
  */
 import type pg from 'pg';
 import type { Leases, RestorableAgent } from '../store.js';
-import type { InboxEventListener, InboxListener } from './inbox-listener.js';
+import type { AgentSeqListener, InboxListener } from './inbox-listener.js';
 import { RESTORABLE, toRestorable, type RestorableRow } from '../rows.js';
 
 /**
@@ -81,8 +81,12 @@ export class PostgresLeases implements Leases {
     return rows.map((r) => ({ agentId: r.id, eventSeq: r.event_seq }));
   }
 
-  onInboxEvent(listener: InboxEventListener): void {
-    this.listener.add(listener);
+  onInboxEvent(listener: AgentSeqListener): void {
+    this.listener.add('inbox', listener);
+  }
+
+  onCheckpoint(listener: AgentSeqListener): void {
+    this.listener.add('checkpoint', listener);
   }
 
   async resign(): Promise<void> {
