@@ -7,6 +7,7 @@ export { agentDefinition, type AgentDependencies } from './runtime/agent-definit
 export { agentMachine, createAgentMachine, DEFAULT_AGENT_DEFAULTS } from './machines/agent.js';
 export type * from './machines/agent-types.js';
 export { openSqliteStore, type SqliteStoreOptions } from './persistence/sqlite/sqlite-store.js';
+export { openPostgresStore, type PostgresStoreOptions } from './persistence/postgres/postgres-store.js';
 export type * from './persistence/store.js';
 export type { LlmClient } from './llm/client.js';
 export { createOpenAiClient } from './llm/openai-client.js';
