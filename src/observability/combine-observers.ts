@@ -1,7 +1,7 @@
 import type { RuntimeObserver } from '../runtime/observer.js';
 
 type Callback = keyof RuntimeObserver;
-const CALLBACKS: readonly Callback[] = ['transitionCommitted', 'batchCommitted', 'agentFailed'];
+const CALLBACKS: readonly Callback[] = ['transitionCommitted', 'batchCommitted', 'agentFailed', 'ownershipChanged'];
 
 /**
  * One observer that calls each given one in turn (the runtime takes one). Every observer sees every

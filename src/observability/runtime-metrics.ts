@@ -1,5 +1,5 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
-import type { RuntimeObserver } from '../runtime/observer.js';
+import { OWNERSHIP_CHANGES, type RuntimeObserver } from '../runtime/observer.js';
 import { EFFECT_ACTION, LLM_ACTION, readAction, topLevelState, type Outcome } from './action-outcome.js';
 
 const OUTCOMES: readonly Outcome[] = ['ok', 'transient', 'permanent'];
@@ -84,6 +84,13 @@ export function createRuntimeMetrics(registry: Registry): RuntimeObserver {
     registers,
   });
 
+  const ownership = new Counter({
+    name: 'durable_agents_ownership_changes_total',
+    help: 'Shared (Postgres) store: agents this process adopted (no live process ran them) or let go (fenced: run elsewhere now; lease-lost)',
+    labelNames: ['change'] as const,
+    registers,
+  });
+
   // Known label values start at 0, so a rate() or an alert sees the series before the first event.
   for (const outcome of OUTCOMES) {
     llmCalls.inc({ outcome }, 0);
@@ -93,6 +100,7 @@ export function createRuntimeMetrics(registry: Registry): RuntimeObserver {
   }
   for (const action of [LLM_ACTION, EFFECT_ACTION]) retries.inc({ action }, 0);
   for (const reason of FAILURE_REASONS) failures.inc({ reason }, 0);
+  for (const change of OWNERSHIP_CHANGES) ownership.inc({ change }, 0);
 
   return {
     transitionCommitted(event) {
@@ -114,6 +122,9 @@ export function createRuntimeMetrics(registry: Registry): RuntimeObserver {
     },
     agentFailed({ reason }) {
       failures.inc({ reason });
+    },
+    ownershipChanged({ change, agents }) {
+      ownership.inc({ change }, agents);
     },
   };
 }

@@ -21,4 +21,13 @@ export interface RuntimeObserver {
   }): void;
   batchCommitted?(event: { size: number; ms: number }): void;
   agentFailed?(event: { agentId: string; reason: 'actor' | 'commit' | 'corrupt'; error: SerializedError }): void;
+  /**
+   * Shared store only: agents this process took over (`adopted`: no live process ran them) or let go
+   * (`fenced`: another process runs it now, or it was stopped elsewhere; `lease-lost`: this process's
+   * lease ran out).
+   */
+  ownershipChanged?(event: { change: OwnershipChange; agents: number }): void;
 }
+
+export const OWNERSHIP_CHANGES = ['adopted', 'fenced', 'lease-lost'] as const;
+export type OwnershipChange = (typeof OWNERSHIP_CHANGES)[number];

@@ -84,9 +84,16 @@ export class Runtime implements HostOwner {
       new LeaseKeeper(
         leases,
         {
-          adopt: (agents) => this.adopt(agents).then(() => undefined),
+          adopt: async (agents) => {
+            const { restored } = await this.adopt(agents);
+            this.observe('ownershipChanged', () => this.observer.ownershipChanged?.({ change: 'adopted', agents: restored }));
+          },
           inboxEvent: (agentId, seq) => void this.pullInbox(agentId, seq),
-          leaseLost: () => this.dropAll(),
+          leaseLost: () => {
+            const agents = this.live.size;
+            this.dropAll();
+            this.observe('ownershipChanged', () => this.observer.ownershipChanged?.({ change: 'lease-lost', agents }));
+          },
           log: this.log,
         },
         { skipResting: this.passivateAfterMs !== undefined },
@@ -309,6 +316,7 @@ export class Runtime implements HostOwner {
     if (err instanceof FencedError) {
       // Not a failure of the agent: another process runs it now (or it was stopped); let it go.
       this.log.info({ agentId: host.agentId }, 'agent taken over by another process or stopped elsewhere; let go here');
+      this.observe('ownershipChanged', () => this.observer.ownershipChanged?.({ change: 'fenced', agents: 1 }));
       return;
     }
     this.observe('agentFailed', () => this.observer.agentFailed?.({ agentId: host.agentId, reason, error: serializeError(err) }));

@@ -3,6 +3,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openPostgresStore, type PostgresStore } from '../../src/persistence/postgres/postgres-store.js';
 import { agentDefinition } from '../../src/runtime/agent-definition.js';
+import type { OwnershipChange } from '../../src/runtime/observer.js';
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
 import { captureLogs } from '../helpers/logs.js';
 import { freshSchema, postgresUrl, sql } from '../helpers/postgres.js';
@@ -16,9 +17,11 @@ afterEach(async () => {
 async function start(schema: string, leaseMs: number, llm = recordingLlm()) {
   const store = await openPostgresStore(postgresUrl, { schema, leaseMs });
   const { logger, logs } = captureLogs();
-  const runtime = await createRuntime({ store, logger, machines: [agentDefinition({ llm: llm.llm })] });
+  const changes: { change: OwnershipChange; agents: number }[] = [];
+  const observer = { ownershipChanged: (event: (typeof changes)[number]) => void changes.push(event) };
+  const runtime = await createRuntime({ store, logger, observer, machines: [agentDefinition({ llm: llm.llm })] });
   runtimes.push(runtime);
-  return { runtime, store: store as PostgresStore, logs, llm };
+  return { runtime, store: store as PostgresStore, logs, llm, changes };
 }
 
 /** Ends a process's lease behind its back, as a long pause or a partition would. */
@@ -28,7 +31,7 @@ const expireLease = (schema: string, processId: string) =>
 describe('runtime leases (real Postgres)', () => {
   it('lets every agent go when its lease runs out, then takes them back as orphans and goes on', async () => {
     const schema = freshSchema();
-    const { runtime, store, logs } = await start(schema, 300);
+    const { runtime, store, logs, changes } = await start(schema, 300);
     await runtime.spawn('agent', { id: 'a', input: { tasks: ['one'] } });
     await waitForView(runtime, 'a', isIdleWithProgress(1));
 
@@ -43,6 +46,7 @@ describe('runtime leases (real Postgres)', () => {
     await runtime.send('a', { type: 'task.add', task: 'two' });
     await waitForView(runtime, 'a', isIdleWithProgress(2));
     expect(runtime.liveAgents).toBe(1);
+    expect(changes).toEqual([{ change: 'lease-lost', agents: 1 }, { change: 'adopted', agents: 1 }]);
   });
 
   it('a process that still holds an agent another one took over makes no call for it and lets it go', async () => {
@@ -67,5 +71,7 @@ describe('runtime leases (real Postgres)', () => {
     // Its history is one process's: contiguous seqs, no checkpoint of the old owner's after the takeover.
     const seqs = (await sql<{ seq: number }>('select seq from checkpoints where agent_id = $1 order by seq', ['a'], schema)).map((r) => Number(r.seq));
     expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+    expect(first.changes).toEqual([{ change: 'fenced', agents: 1 }]);
+    expect(second.changes).toEqual([{ change: 'adopted', agents: 1 }]);
   });
 });
