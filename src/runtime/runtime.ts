@@ -16,7 +16,10 @@ export interface RuntimeOptions {
   store: Store;
   machines: readonly MachineDefinition[];
   logger?: Logger;
-  /** Restore every active agent at creation (default true). */
+  /**
+   * Restore every active agent at creation (default true). On a shared store (Postgres) the runtime
+   * always takes its lease and adopts the agents no live process runs: that is its recovery.
+   */
   recover?: boolean;
   /** Wait before reloading an agent whose checkpoint could not be committed. */
   reloadDelayMs?: number;
