@@ -1,11 +1,27 @@
 /**
- * The process the crash test kills. It opens the SQLite file (recovering every active agent),
- * then executes commands read from stdin, one JSON object per line, printing `{"ack":n}` once a
- * command is committed. Nothing else: all checks happen in the parent, which outlives every kill.
+ * The process the crash tests kill. It opens the store (recovering every active agent: on SQLite
+ * all of them, on a shared Postgres schema those no live process holds), then executes commands
+ * read from stdin in order, one JSON object per line, printing `{"ack":n}` once a command is
+ * committed. Nothing else: all checks happen in the parent, which outlives every kill.
+ *
+ *   crash-worker.ts --store sqlite:<file> --llm <url> [--synchronous full|normal] [--commit-delay-ms N]
+ *   crash-worker.ts --store postgres:<url>#<schema> --llm <url> --lease-ms N [--commit-delay-ms N] [--log-level L]
+ *
+ * Other lines it prints: `{"ready":true}` once recovered; `{"missing":n}` for a `task.add` to an
+ * agent that does not exist (yet: another process may not have committed its spawn), which the
+ * parent sends again later, as a client that got a 404 would; on Postgres, `{"owns":[ids]}` when it
+ * starts running agents it spawned or claimed, and `{"checkpoints":[[id,seq],...]}` after each
+ * commit, for what the database accepted (the parent checks who ran and wrote which agent); and the
+ * runtime's own log lines (pino JSON, with `msg`) at `--log-level` (default silent).
  */
 import readline from 'node:readline';
+import { parseArgs } from 'node:util';
+import { NotFoundError } from '../../src/errors.js';
 import { createOpenAiClient } from '../../src/llm/openai-client.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { openPostgresStore } from '../../src/persistence/postgres/postgres-store.js';
 import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
+import type { Store } from '../../src/persistence/store.js';
 import { agentDefinition } from '../../src/runtime/agent-definition.js';
 import { createRuntime } from '../../src/runtime/runtime.js';
 
@@ -13,11 +29,75 @@ export type WorkerCommand =
   | { n: number; op: 'spawn'; id: string; tasks: string[]; webhook: string }
   | { n: number; op: 'add'; id: string; task: string };
 
-const [db, llmUrl, synchronous, commitDelay] = process.argv.slice(2) as [string, string, 'normal' | 'full', string];
-const store = await openSqliteStore(db, { synchronous });
+/** What a worker prints on stdout, one JSON object a line. */
+export type WorkerMessage =
+  | { ready: true }
+  | { ack: number }
+  | { missing: number }
+  | { owns: string[] }
+  | { checkpoints: [agentId: string, seq: number][] }
+  | { msg: string; level: number; name: string };
+
+const { values: args } = parseArgs({
+  options: {
+    store: { type: 'string' },
+    llm: { type: 'string' },
+    synchronous: { type: 'string', default: 'full' },
+    'commit-delay-ms': { type: 'string', default: '0' },
+    'lease-ms': { type: 'string' },
+    'log-level': { type: 'string', default: 'silent' },
+  },
+});
+if (!args.store || !args.llm) throw new Error('crash-worker: --store and --llm are required');
+
+const print = (message: WorkerMessage) => process.stdout.write(`${JSON.stringify(message)}\n`);
+
+async function openStore(spec: string): Promise<Store> {
+  if (spec.startsWith('sqlite:')) {
+    return openSqliteStore(spec.slice('sqlite:'.length), { synchronous: args.synchronous as 'normal' | 'full' });
+  }
+  const match = /^postgres:(.+)#([^#]+)$/.exec(spec);
+  if (!match) throw new Error(`crash-worker: unknown store ${spec}`);
+  const store = await openPostgresStore(match[1]!, { schema: match[2]!, leaseMs: Number(args['lease-ms']) });
+  // Which agents this process starts running, and when: spawned here or claimed (recovery, takeover, wake).
+  const { leases } = store;
+  const claimOrphans = leases.claimOrphans.bind(leases);
+  leases.claimOrphans = async (options) => {
+    const claimed = await claimOrphans(options);
+    if (claimed.length > 0) print({ owns: claimed.map((a) => a.agent.id) });
+    return claimed;
+  };
+  const claim = leases.claim.bind(leases);
+  leases.claim = async (agentId) => {
+    const claimed = await claim(agentId);
+    if (claimed !== undefined && claimed !== 'elsewhere') print({ owns: [agentId] });
+    return claimed;
+  };
+  // Which checkpoints it committed (the database accepted them: not fenced), for the parent to check
+  // that an agent's writer changes only when the previous one has died.
+  const commit = store.commit.bind(store);
+  store.commit = async (writes) => {
+    const results = await commit(writes);
+    const checkpoints = writes.flatMap((w, i) => {
+      const result = results[i];
+      return w.kind === 'checkpoint' && !(result && 'refused' in result) ? [[w.agentId, w.seq] as [string, number]] : [];
+    });
+    if (checkpoints.length > 0) print({ checkpoints });
+    return results;
+  };
+  const createAgent = store.createAgent.bind(store);
+  store.createAgent = async (agent) => {
+    const result = await createAgent(agent);
+    if (result.created) print({ owns: [agent.id] });
+    return result;
+  };
+  return store;
+}
+
+const store = await openStore(args.store);
 // A slow disk (or a remote database): every commit takes this long, which widens the window in
 // which an effect could overtake the checkpoint it depends on, were the runtime to allow it.
-const delayMs = Number(commitDelay);
+const delayMs = Number(args['commit-delay-ms']);
 if (delayMs > 0) {
   const commit = store.commit.bind(store);
   store.commit = async (writes) => {
@@ -25,16 +105,18 @@ if (delayMs > 0) {
     return commit(writes);
   };
 }
+const logLevel = args['log-level'];
 const runtime = await createRuntime({
   store,
+  ...(logLevel === 'silent' ? {} : { logger: createLogger({ level: logLevel, name: `crash-worker ${process.pid}` }) }),
   machines: [
     agentDefinition({
-      llm: createOpenAiClient({ baseURL: llmUrl, apiKey: 'test' }),
+      llm: createOpenAiClient({ baseURL: args.llm, apiKey: 'test' }),
       defaults: { maxAttempts: 12, baseDelayMs: 5, maxDelayMs: 50, timeoutMs: 2000 },
     }),
   ],
 });
-process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
+print({ ready: true });
 
 const lines = readline.createInterface({ input: process.stdin });
 for await (const line of lines) {
@@ -42,8 +124,14 @@ for await (const line of lines) {
   if (command.op === 'spawn') {
     await runtime.spawn('agent', { id: command.id, input: { tasks: command.tasks, webhook: command.webhook } });
   } else {
-    // The command number is the idempotency key: a command re-sent after a crash adds nothing twice.
-    await runtime.send(command.id, { type: 'task.add', task: command.task }, `cmd-${command.n}`);
+    try {
+      // The command number is the idempotency key: a command re-sent after a crash adds nothing twice.
+      await runtime.send(command.id, { type: 'task.add', task: command.task }, `cmd-${command.n}`);
+    } catch (err) {
+      if (!(err instanceof NotFoundError && err.kind === 'agent')) throw err;
+      print({ missing: command.n });
+      continue;
+    }
   }
-  process.stdout.write(`${JSON.stringify({ ack: command.n })}\n`);
+  print({ ack: command.n });
 }
