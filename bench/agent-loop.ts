@@ -3,9 +3,13 @@
  * simulated LLM answering at once and effects recorded locally, so what is measured is the
  * runtime's own cost: XState, checkpoints, commits.
  */
+import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { createSimulatedLlm } from '../src/llm/simulated-client.js';
 import { MemoryStore } from '../src/persistence/memory/memory-store.js';
+import { clientConfig } from '../src/persistence/postgres/connection.js';
+import { openPostgresStore } from '../src/persistence/postgres/postgres-store.js';
 import { openSqliteStore } from '../src/persistence/sqlite/sqlite-store.js';
 import type { Store } from '../src/persistence/store.js';
 import { agentDefinition } from '../src/runtime/agent-definition.js';
@@ -16,19 +20,30 @@ export const AGENTS = 200;
 export const TASKS = 10;
 const TASK_TEXT = (i: number) => `Task ${i}: summarise the attached quarterly figures for the board, in three bullet points, no jargon.`;
 
+/** `DATABASE_URL`, or the machine's PostgreSQL (as the tests use). */
+export const POSTGRES_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export type LoopStore = 'sqlite' | 'memory' | 'postgres';
+
 export interface LoopResult {
   checkpoints: number;
   tasks: number;
   ms: number;
   /** Process CPU time (all threads) over the same span: steadier than `ms` when neighbours are noisy. */
   cpuUs: number;
+  /** This process's writes: for Postgres, the server writes, so this says nothing there. */
   bytesWritten: number;
+  /** Postgres only (0 for the other stores): write transactions committed over the loop… */
+  transactions: number;
+  /** …the statements sent inside them, `begin` and `commit` included (each one round trip)… */
+  transactionStatements: number;
+  /** …and every other statement sent meanwhile: spawns, reads, lease ticks. */
+  otherStatements: number;
   snapshots: string[];
 }
 
-export async function runAgentLoop(kind: 'sqlite' | 'memory', synchronous: 'normal' | 'full' = 'normal'): Promise<LoopResult> {
-  const file = tempFile();
-  const store: Store = kind === 'memory' ? new MemoryStore() : await openSqliteStore(file, { synchronous });
+export async function runAgentLoop(kind: LoopStore, synchronous: 'normal' | 'full' = 'normal'): Promise<LoopResult> {
+  const { store, dispose } = await openLoopStore(kind, synchronous);
   const runtime = await createRuntime({ store, machines: [agentDefinition({ llm: createSimulatedLlm() })] });
   const tasks = Array.from({ length: TASKS }, (_, i) => TASK_TEXT(i));
   const doneAgents = new Set<string>();
@@ -43,6 +58,7 @@ export async function runAgentLoop(kind: 'sqlite' | 'memory', synchronous: 'norm
     }
   });
   const bytesBefore = writtenBytes();
+  const sentBefore = { ...sent };
   const started = performance.now();
   const cpuBefore = process.cpuUsage();
   await Promise.all(Array.from({ length: AGENTS }, (_, i) => runtime.spawn('agent', { id: `agent-${i}`, input: { tasks } })));
@@ -50,6 +66,9 @@ export async function runAgentLoop(kind: 'sqlite' | 'memory', synchronous: 'norm
   const ms = performance.now() - started;
   const cpu = process.cpuUsage(cpuBefore);
   const bytesWritten = writtenBytes() - bytesBefore;
+  const transactions = sent.commits - sentBefore.commits;
+  const transactionStatements = sent.inTransactions - sentBefore.inTransactions;
+  const otherStatements = sent.statements - sentBefore.statements - transactionStatements;
   let checkpoints = 0;
   const snapshots: string[] = [];
   for (let i = 0; i < AGENTS; i++) {
@@ -58,7 +77,55 @@ export async function runAgentLoop(kind: 'sqlite' | 'memory', synchronous: 'norm
     if (i < 20) for (const c of list) snapshots.push((await store.getCheckpoint(`agent-${i}`, c.seq))!.snapshot);
   }
   await runtime.close();
-  return { checkpoints, tasks: AGENTS * TASKS, ms, cpuUs: cpu.user + cpu.system, bytesWritten, snapshots };
+  await dispose();
+  return { checkpoints, tasks: AGENTS * TASKS, ms, cpuUs: cpu.user + cpu.system, bytesWritten, transactions, transactionStatements, otherStatements, snapshots };
+}
+
+async function openLoopStore(kind: LoopStore, synchronous: 'normal' | 'full'): Promise<{ store: Store; dispose: () => Promise<void> }> {
+  const nothing = async () => undefined;
+  if (kind === 'memory') return { store: new MemoryStore(), dispose: nothing };
+  if (kind === 'sqlite') return { store: await openSqliteStore(tempFile(), { synchronous }), dispose: nothing };
+  countStatements();
+  // Default leases and pool; a schema of its own, dropped once the runtime has closed the store.
+  const schema = freshSchema();
+  return { store: await openPostgresStore(POSTGRES_URL, { schema }), dispose: () => dropSchema(schema) };
+}
+
+/**
+ * Counts every statement any pg client of this process sends (each one is a round trip), those
+ * sent inside a transaction (from `begin` to `commit` or `rollback`: the store's commits), and the
+ * commits themselves.
+ */
+const sent = { statements: 0, inTransactions: 0, commits: 0 };
+let counting = false;
+
+function countStatements(): void {
+  if (counting) return;
+  counting = true;
+  const inTransaction = new WeakSet<pg.Client>();
+  const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    sent.statements++;
+    if (args[0] === 'begin') inTransaction.add(this);
+    if (inTransaction.has(this)) sent.inTransactions++;
+    if (args[0] === 'commit' || args[0] === 'rollback') inTransaction.delete(this);
+    if (args[0] === 'commit') sent.commits++;
+    return query.apply(this, args);
+  } as typeof pg.Client.prototype.query;
+}
+
+function freshSchema(): string {
+  return `da_bench_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+}
+
+async function dropSchema(schema: string): Promise<void> {
+  const client = new pg.Client(clientConfig(POSTGRES_URL, undefined));
+  await client.connect();
+  try {
+    await client.query(`drop schema if exists ${pg.escapeIdentifier(schema)} cascade`);
+  } finally {
+    await client.end();
+  }
 }
 
 /** The storage limit: raw better-sqlite3 INSERTs of the same snapshot bytes, one row per transaction. */
@@ -81,4 +148,30 @@ export function rawInserts(
   const bytes = writtenBytes() - bytesBefore;
   db.close();
   return { perSec: (rows / ms) * 1000, cpuUsPerRow: (cpu.user + cpu.system) / rows, bytesPerRow: bytes / rows };
+}
+
+/**
+ * The naive way to save every snapshot in Postgres: one autocommitted single-row INSERT each (one
+ * round trip, one commit, one WAL flush), on a connection configured as the store's, into a table
+ * of the same shape as `rawInserts`' in a schema of its own (dropped after).
+ */
+export async function rawPostgresInserts(snapshots: string[], rows: number): Promise<{ perSec: number; cpuUsPerRow: number }> {
+  const schema = freshSchema();
+  const client = new pg.Client(clientConfig(POSTGRES_URL, schema));
+  await client.connect();
+  try {
+    await client.query(`create schema ${pg.escapeIdentifier(schema)}`);
+    await client.query('create table checkpoints (agent_id text not null, seq bigint not null, snapshot text not null, primary key (agent_id, seq))');
+    const started = performance.now();
+    const cpuBefore = process.cpuUsage();
+    for (let i = 0; i < rows; i++) {
+      await client.query('insert into checkpoints (agent_id, seq, snapshot) values ($1, $2, $3)', [`agent-${i % AGENTS}`, i, snapshots[i % snapshots.length]!]);
+    }
+    const ms = performance.now() - started;
+    const cpu = process.cpuUsage(cpuBefore);
+    return { perSec: (rows / ms) * 1000, cpuUsPerRow: (cpu.user + cpu.system) / rows };
+  } finally {
+    await client.query(`drop schema ${pg.escapeIdentifier(schema)} cascade`).catch(() => undefined);
+    await client.end();
+  }
 }

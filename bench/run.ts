@@ -41,6 +41,11 @@ const WORKLOADS: Record<string, { what: string; goal: string; steps: Step[] }> =
     goal: 'ratio ≥ 0.5',
     steps: [{ script: 'http.ts' }],
   },
+  postgres: {
+    what: 'agent loop (200 agents × 10 tasks) on the Postgres store vs raw pg 1-row autocommit INSERTs',
+    goal: 'none set yet (durable, its SQLite analogue: ≥ 3.0)',
+    steps: [{ script: 'postgres.ts' }],
+  },
   memory: {
     what: 'RSS per live agent (10,000 live); RSS with 100,000 passivated agents on disk vs 1,000',
     goal: '≤ 10 KB per live agent; passivatedRssRatio ≈ 1',

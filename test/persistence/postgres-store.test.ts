@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FencedError, InvalidInputError, SchemaTooNewError } from '../../src/errors.js';
+import { FencedError, InvalidInputError, NotFoundError, SchemaTooNewError } from '../../src/errors.js';
 import { clientConfig, redactUrl } from '../../src/persistence/postgres/connection.js';
 import { inboxChannel } from '../../src/persistence/postgres/inbox-listener.js';
 import { migrations } from '../../src/persistence/postgres/migrations.js';
@@ -413,5 +413,37 @@ describe('Postgres leases', () => {
     expect(await a.commit([checkpoint('x', 1)])).toEqual([{ refused: expect.any(FencedError) }]);
     expect(await a.getAgent('x')).toMatchObject({ status: 'stopped', lastSeq: 0, state: null });
     expect(await a.listCheckpoints('x')).toEqual([]);
+  });
+});
+
+describe('Postgres commits in flight together', () => {
+  it('merges the calls that wait into one transaction, and a call that fails fails alone', async () => {
+    const store = await open(freshSchema());
+    for (const id of ['a', 'b', 'c']) await store.createAgent(newAgent(id));
+    // Not awaited one by one: while the first runs, the others wait and go together.
+    const calls = [
+      store.commit([checkpoint('a', 1)]),
+      store.commit([checkpoint('b', 1), checkpoint('b', 2)]),
+      store.commit([checkpoint('nobody', 1)]),
+      store.commit([checkpoint('c', 1)]),
+      store.commit([{ kind: 'event', agentId: 'a', event: { type: 'x' }, idempotencyKey: null, at: at() }]),
+    ];
+    const settled = await Promise.allSettled(calls);
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    expect((settled[2] as PromiseRejectedResult).reason).toBeInstanceOf(NotFoundError);
+    // Each call gets its own results back, in its own order.
+    expect((settled[1] as PromiseFulfilledResult<unknown[]>).value).toEqual([undefined, undefined]);
+    expect((settled[4] as PromiseFulfilledResult<unknown[]>).value).toEqual([{ seq: 1, duplicate: false }]);
+    expect((await store.listCheckpoints('b')).map((c) => c.seq)).toEqual([1, 2]);
+    expect((await store.getAgent('c'))?.lastSeq).toBe(1);
+    expect(await store.getCheckpoint('nobody', 1)).toBeUndefined();
+  });
+
+  it('refuses a commit once closing has begun', async () => {
+    const store = await openPostgresStore(postgresUrl, { schema: freshSchema() });
+    await store.createAgent(newAgent('a'));
+    const closing = store.close();
+    await expect(store.commit([checkpoint('a', 1)])).rejects.toThrow('The Postgres store is closed.');
+    await closing;
   });
 });

@@ -38,6 +38,7 @@ import {
   type RestorableRow,
 } from '../rows.js';
 import { SerialWriter } from './serial-writer.js';
+import { CommitQueue } from './commit-queue.js';
 
 export interface PostgresStoreOptions {
   /** The schema to work in, created when missing. Default: the connection's own (normally `public`). */
@@ -103,6 +104,10 @@ export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   readonly leases: PostgresLeases;
   private closing: Promise<void> | undefined;
+  private readonly commits = new CommitQueue((writes) => {
+    const context = { processId: this.leases.processId, channel: this.listener.channel };
+    return this.writer.transaction((client) => applyWrites(client, writes, context));
+  });
 
   constructor(
     private readonly pool: pg.Pool,
@@ -193,8 +198,8 @@ export class PostgresStore implements Store {
 
   async commit(writes: readonly Write[]): Promise<WriteResult[]> {
     if (writes.length === 0) return [];
-    const context = { processId: this.leases.processId, channel: this.listener.channel };
-    return this.writer.transaction((client) => applyWrites(client, writes, context));
+    if (this.closing) throw new Error('The Postgres store is closed.');
+    return this.commits.commit(writes);
   }
 
   async listCheckpoints(agentId: string, options: HistoryOptions = {}): Promise<CheckpointSummary[]> {
@@ -277,6 +282,7 @@ export class PostgresStore implements Store {
   /** Lets queued commits finish, then ends every connection. Calling it again waits for the same close. */
   close(): Promise<void> {
     this.closing ??= (async () => {
+      await this.commits.drained();
       await this.writer.close();
       await Promise.all([this.listener.close(), this.pool.end()]);
     })();
