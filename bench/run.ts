@@ -43,7 +43,7 @@ const WORKLOADS: Record<string, { what: string; goal: string; steps: Step[] }> =
   },
   postgres: {
     what: 'agent loop (200 agents × 10 tasks) on the Postgres store vs raw pg 1-row autocommit INSERTs',
-    goal: 'none set yet (durable, its SQLite analogue: ≥ 3.0)',
+    goal: 'ratio ≥ 3.0 (as durable: group commit beats one commit per row)',
     steps: [{ script: 'postgres.ts' }],
   },
   memory: {

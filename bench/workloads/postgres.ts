@@ -5,8 +5,8 @@
 import { rawPostgresInserts, runAgentLoop } from '../agent-loop.js';
 import { median, report, round } from '../lib.js';
 
-// Three interleaved pairs (five, as `throughput`, would take over a minute): a noisy neighbour hurts both sides alike.
-const RUNS = 3;
+// Five interleaved pairs, as `throughput`: a noisy neighbour hurts both sides alike.
+const RUNS = 5;
 /** Enough rows for a steady rate; each one waits for its own WAL flush. */
 const RAW_ROWS = 2000;
 const runtimeRates: number[] = [];
