@@ -252,9 +252,10 @@ export interface Leases {
   pendingInboxes(): Promise<{ agentId: string; eventSeq: number }[]>;
   /**
    * Called after any process commits an event into an agent's inbox (Postgres LISTEN/NOTIFY), with
-   * the event's seq; seq 0 when its status was changed by a status write (stopped, error).
+   * the event's seq; seq 0 when its status was changed by a status write (stopped, error). `owner`:
+   * the process that held the agent then (null: none), so that only that one needs to act on it.
    */
-  onInboxEvent(listener: (agentId: string, seq: number) => void): void;
+  onInboxEvent(listener: (agentId: string, seq: number, owner: string | null) => void): void;
   /**
    * Called after any process commits checkpoints for an agent, with the newest seq of that commit
    * (several transitions of one agent in one commit are one call): watchers elsewhere follow it.

@@ -8,8 +8,8 @@ const CLAIM_PAGE = 500;
 export interface LeaseHooks {
   /** Restores agents this process has just claimed. */
   adopt(agents: readonly RestorableAgent[]): Promise<void>;
-  /** An event landed in this agent's inbox (committed by any process). */
-  inboxEvent(agentId: string, seq: number): void;
+  /** An event landed in this agent's inbox (committed by any process); `owner`: who held the agent then. */
+  inboxEvent(agentId: string, seq: number, owner: string | null): void;
   /** This process's lease ran out: other processes may be taking its agents, so it stops running them all. */
   leaseLost(): void;
   readonly log: Logger;
@@ -37,7 +37,7 @@ export class LeaseKeeper {
   /** Takes the lease (a failure here fails the start), listens for inbox events, adopts every orphan. */
   async start(): Promise<number> {
     await this.renew();
-    this.leases.onInboxEvent((agentId, seq) => this.hooks.inboxEvent(agentId, seq));
+    this.leases.onInboxEvent((agentId, seq, owner) => this.hooks.inboxEvent(agentId, seq, owner));
     const adopted = await this.adoptOrphans();
     this.schedule();
     return adopted;
@@ -78,7 +78,7 @@ export class LeaseKeeper {
     try {
       await this.adoptOrphans();
       // The safety net for a notification missed while the listening connection was down.
-      for (const { agentId, eventSeq } of await this.leases.pendingInboxes()) this.hooks.inboxEvent(agentId, eventSeq);
+      for (const { agentId, eventSeq } of await this.leases.pendingInboxes()) this.hooks.inboxEvent(agentId, eventSeq, this.leases.processId);
     } catch (err) {
       this.hooks.log.warn({ err }, 'could not take over orphaned agents; will retry');
     }

@@ -91,7 +91,7 @@ export class Runtime implements HostOwner {
             const { restored } = await this.adopt(agents);
             this.observe('ownershipChanged', () => this.observer.ownershipChanged?.({ change: 'adopted', agents: restored }));
           },
-          inboxEvent: (agentId, seq) => void this.pullInbox(agentId, seq),
+          inboxEvent: (agentId, seq, owner) => void this.pullInbox(agentId, seq, owner),
           leaseLost: () => {
             const agents = this.live.size;
             this.dropAll();
@@ -360,12 +360,15 @@ export class Runtime implements HostOwner {
 
   /**
    * An event committed to an agent's inbox, maybe by another process (shared store): a live agent
-   * reads what it has not seen; one not in memory is woken here if this process may run it.
+   * reads what it has not seen. One not in memory is woken only by the process that holds it
+   * (passivated here); any other holder is alive and acts itself, and an agent that had none, or a
+   * dead one, was claimed by the process that took the event.
    */
-  private async pullInbox(agentId: string, seq: number): Promise<void> {
+  private async pullInbox(agentId: string, seq: number, owner: string | null): Promise<void> {
     try {
       const host = this.live.get(agentId);
       if (seq === 0) {
+        if (!host && !this.listeners.get(agentId)?.size) return;
         // Its status changed (stopped from any process, or an error where it ran): a copy running
         // here must end, and watchers here see the new status.
         const agent = await this.store.getAgent(agentId);
@@ -378,7 +381,7 @@ export class Runtime implements HostOwner {
         return;
       }
       if (!host) {
-        await this.wake(agentId);
+        if (owner === this.store.leases?.processId) await this.wake(agentId);
         return;
       }
       if (!host.knows(seq)) host.offer(await this.store.eventsAfter(agentId, host.inboxPosition));

@@ -306,16 +306,17 @@ describe('Postgres leases', () => {
     await a.createAgent(newAgent('y'));
     await b.createAgent(newAgent('theirs'));
     const checkpoints: [string, number][] = [];
-    const inbox: [string, number][] = [];
+    const inbox: [string, number, string | null][] = [];
     b.leases.onCheckpoint((agentId, seq) => checkpoints.push([agentId, seq]));
-    b.leases.onInboxEvent((agentId, seq) => inbox.push([agentId, seq]));
+    b.leases.onInboxEvent((agentId, seq, owner) => inbox.push([agentId, seq, owner]));
     // Three transitions of x and one of y in one commit; a refused (fenced) one is not announced.
     const results = await a.commit([checkpoint('x', 1), checkpoint('x', 2), checkpoint('y', 1), checkpoint('x', 3), checkpoint('theirs', 1)]);
     expect(results[4]).toEqual({ refused: expect.any(FencedError) });
     await a.commit([{ kind: 'status', agentId: 'y', status: 'stopped', error: null, at: at() }]);
     await waitFor('the status change', async () => (inbox.length >= 1 ? true : undefined));
     expect(checkpoints).toEqual([['x', 3], ['y', 1]]);
-    expect(inbox).toEqual([['y', 0]]);
+    // With the process that held it then: only that one needs to act on it.
+    expect(inbox).toEqual([['y', 0, a.leases.processId]]);
   });
 
   it('hears only its own schema', async () => {

@@ -139,7 +139,7 @@ class BatchPlanner {
       else this.eventKeys.set(w.agentId, new Map([[w.idempotencyKey, seq]]));
     }
     this.plan.events.push({ write: w, seq });
-    this.plan.announcements.push(notificationPayload('inbox', w.agentId, seq));
+    this.plan.announcements.push(notificationPayload('inbox', w.agentId, seq, agent.owner));
     return { seq, duplicate: false };
   }
 
@@ -187,7 +187,7 @@ class BatchPlanner {
     agent.updatedAt = w.at;
     agent.changed = true;
     // Seq 0: its status changed (stopped, maybe by a process that does not run it: its owner lets it go).
-    this.plan.announcements.push(notificationPayload('inbox', w.agentId, 0));
+    this.plan.announcements.push(notificationPayload('inbox', w.agentId, 0, agent.owner));
     return undefined;
   }
 

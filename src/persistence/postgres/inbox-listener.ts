@@ -8,7 +8,8 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 
-export type AgentSeqListener = (agentId: string, seq: number) => void;
+/** `owner`: the process that ran the agent when the notification was sent (inbox notifications only; null: none). */
+export type AgentSeqListener = (agentId: string, seq: number, owner: string | null) => void;
 
 /** `inbox`: an event (seq > 0) or a status change (seq 0); `checkpoint`: the newest one committed. */
 export type NotificationKind = 'inbox' | 'checkpoint';
@@ -30,9 +31,9 @@ export function inboxChannel(schema: string): string {
   return `da_inbox_${createHash('sha256').update(schema).digest('hex').slice(0, 40)}`;
 }
 
-/** The payload `pg_notify` is sent with (agent ids have no spaces), so that the listener can read it back. */
-export function notificationPayload(kind: NotificationKind, agentId: string, seq: number): string {
-  return `${KIND_TAGS[kind]} ${agentId} ${seq}`;
+/** The payload `pg_notify` is sent with (agent ids and process ids have no spaces), so that the listener can read it back. */
+export function notificationPayload(kind: NotificationKind, agentId: string, seq: number, owner: string | null = null): string {
+  return `${KIND_TAGS[kind]} ${agentId} ${seq}${owner === null ? '' : ` ${owner}`}`;
 }
 
 /**
@@ -111,13 +112,13 @@ export class InboxListener {
   }
 
   private dispatch(notification: pg.Notification): void {
-    const [tag, agentId, seqText, extra] = (notification.payload ?? '').split(' ');
+    const [tag, agentId, seqText, owner, extra] = (notification.payload ?? '').split(' ');
     const kind = TAG_KINDS.get(tag ?? '');
     const seq = Number(seqText);
     if (!kind || !agentId || extra !== undefined || !Number.isSafeInteger(seq)) return; // not one of ours
     for (const listener of this.listeners[kind]) {
       try {
-        listener(agentId, seq);
+        listener(agentId, seq, owner ?? null);
       } catch (err) {
         // Thrown from here it would unwind pg's message parsing and break the connection: a
         // listener's error surfaces on its own tick instead, as an event listener's would.
