@@ -1,6 +1,6 @@
 /** The SQL stores' rows (SQLite and Postgres have the same tables) and their conversion into the Store's records. */
 import { InvalidInputError, type SerializedError } from '../errors.js';
-import type { AgentRecord, AgentStatus, CheckpointRecord, RestorableAgent } from './store.js';
+import type { ActionRecord, AgentRecord, AgentStatus, CheckpointRecord, CheckpointSummary, EffectRecord, EventRecord, InboxEvent, RestorableAgent } from './store.js';
 
 export interface AgentRow {
   pos: number;
@@ -97,6 +97,27 @@ export function toCheckpoint(r: CheckpointRow): CheckpointRecord {
     snapshot: r.snapshot,
     createdAt: r.created_at,
   };
+}
+
+export type CheckpointSummaryRow = Omit<CheckpointRow, 'agent_id' | 'machine_version' | 'snapshot'>;
+export interface EventRow { agent_id: string; seq: number; body: string; idempotency_key: string | null; created_at: string }
+export interface ActionRow { seq: number; action: string; payload: string | null; result: string | null; created_at: string }
+export interface EffectRow { idempotency_key: string; agent_id: string; seq: number; result: string | null; created_at: string }
+
+export function toCheckpointSummary(r: CheckpointSummaryRow): CheckpointSummary {
+  return { seq: r.seq, eventType: r.event_type, state: parseOr(r.state, null), status: r.status, progress: r.progress, createdAt: r.created_at };
+}
+
+export function toEvent(r: EventRow): EventRecord {
+  return { agentId: r.agent_id, seq: r.seq, event: JSON.parse(r.body) as InboxEvent, idempotencyKey: r.idempotency_key, createdAt: r.created_at };
+}
+
+export function toAction(r: ActionRow): ActionRecord {
+  return { seq: r.seq, action: r.action, payload: parseOr(r.payload, null), result: parseOr(r.result, null), createdAt: r.created_at };
+}
+
+export function toEffect(r: EffectRow): EffectRecord {
+  return { idempotencyKey: r.idempotency_key, agentId: r.agent_id, seq: r.seq, result: parseOr(r.result, null), createdAt: r.created_at };
 }
 
 /** Summary columns are for display; a damaged one must not take a listing down (snapshots are checked on restore). */

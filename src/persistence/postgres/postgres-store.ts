@@ -11,7 +11,6 @@ import type {
   EffectRecord,
   EventRecord,
   HistoryOptions,
-  InboxEvent,
   NewAgent,
   Page,
   RestorableAgent,
@@ -33,8 +32,16 @@ import {
   toAgent,
   toCheckpoint,
   toRestorable,
+  toAction,
+  toCheckpointSummary,
+  toEffect,
+  toEvent,
+  type ActionRow,
   type AgentRow,
   type CheckpointRow,
+  type CheckpointSummaryRow,
+  type EffectRow,
+  type EventRow,
   type RestorableRow,
 } from '../rows.js';
 import { SerialWriter } from './serial-writer.js';
@@ -182,18 +189,11 @@ export class PostgresStore implements Store {
   }
 
   async eventsAfter(agentId: string, position: number): Promise<EventRecord[]> {
-    const { rows } = await this.pool.query<{
-      agent_id: string; seq: number; body: string; idempotency_key: string | null; created_at: string;
-    }>('select agent_id, seq, body, idempotency_key, created_at from events where agent_id = $1 and seq > $2 order by seq', [
-      agentId, position,
-    ]);
-    return rows.map((r) => ({
-      agentId: r.agent_id,
-      seq: r.seq,
-      event: JSON.parse(r.body) as InboxEvent,
-      idempotencyKey: r.idempotency_key,
-      createdAt: r.created_at,
-    }));
+    const { rows } = await this.pool.query<EventRow>(
+      'select agent_id, seq, body, idempotency_key, created_at from events where agent_id = $1 and seq > $2 order by seq',
+      [agentId, position],
+    );
+    return rows.map(toEvent);
   }
 
   async commit(writes: readonly Write[]): Promise<WriteResult[]> {
@@ -203,7 +203,7 @@ export class PostgresStore implements Store {
   }
 
   async listCheckpoints(agentId: string, options: HistoryOptions = {}): Promise<CheckpointSummary[]> {
-    const { rows } = await this.pool.query<Omit<CheckpointRow, 'agent_id' | 'machine_version' | 'snapshot'>>(
+    const { rows } = await this.pool.query<CheckpointSummaryRow>(
       options.newest === undefined
         ? 'select seq, event_type, state, status, progress, created_at from checkpoints where agent_id = $1 order by seq'
         : `select * from (
@@ -211,14 +211,7 @@ export class PostgresStore implements Store {
            ) newest order by seq`,
       options.newest === undefined ? [agentId] : [agentId, options.newest],
     );
-    return rows.map((r) => ({
-      seq: r.seq,
-      eventType: r.event_type,
-      state: parseOr(r.state, null),
-      status: r.status,
-      progress: r.progress,
-      createdAt: r.created_at,
-    }));
+    return rows.map(toCheckpointSummary);
   }
 
   async getCheckpoint(agentId: string, seq: number) {
@@ -227,7 +220,7 @@ export class PostgresStore implements Store {
   }
 
   async listActions(agentId: string, options: HistoryOptions = {}): Promise<ActionRecord[]> {
-    const { rows } = await this.pool.query<{ seq: number; action: string; payload: string | null; result: string | null; created_at: string }>(
+    const { rows } = await this.pool.query<ActionRow>(
       options.newest === undefined
         ? 'select seq, action, payload, result, created_at from actions where agent_id = $1 order by seq'
         : `select * from (
@@ -235,28 +228,12 @@ export class PostgresStore implements Store {
            ) newest order by seq`,
       options.newest === undefined ? [agentId] : [agentId, options.newest],
     );
-    return rows.map((r) => ({
-      seq: r.seq,
-      action: r.action,
-      payload: parseOr(r.payload, null),
-      result: parseOr(r.result, null),
-      createdAt: r.created_at,
-    }));
+    return rows.map(toAction);
   }
 
   async findEffect(idempotencyKey: string): Promise<EffectRecord | undefined> {
-    const { rows: [row] } = await this.pool.query<{
-      idempotency_key: string; agent_id: string; seq: number; result: string | null; created_at: string;
-    }>('select * from effects where idempotency_key = $1', [idempotencyKey]);
-    return (
-      row && {
-        idempotencyKey: row.idempotency_key,
-        agentId: row.agent_id,
-        seq: row.seq,
-        result: parseOr(row.result, null),
-        createdAt: row.created_at,
-      }
-    );
+    const { rows: [row] } = await this.pool.query<EffectRow>('select * from effects where idempotency_key = $1', [idempotencyKey]);
+    return row && toEffect(row);
   }
 
   async loadActiveAgents(options: { skipResting?: boolean } = {}): Promise<RestorableAgent[]> {

@@ -13,7 +13,6 @@ import type {
   EffectRecord,
   EventRecord,
   HistoryOptions,
-  InboxEvent,
   NewAgent,
   Page,
   RestorableAgent,
@@ -23,8 +22,9 @@ import type {
   WriteResult,
 } from '../store.js';
 import {
-  decodeCursor, encodeCursor, json, parseOr, RESTORABLE, toAgent, toCheckpoint, toRestorable,
-  type AgentRow, type CheckpointRow, type RestorableRow,
+  decodeCursor, encodeCursor, json, parseOr, RESTORABLE, toAction, toAgent, toCheckpoint, toCheckpointSummary, toEffect, toEvent,
+  toRestorable, type ActionRow, type AgentRow, type CheckpointRow, type CheckpointSummaryRow, type EffectRow, type EventRow,
+  type RestorableRow,
 } from '../rows.js';
 import { migrate } from './migrations.js';
 import { WalFlusher } from './wal-flusher.js';
@@ -227,16 +227,7 @@ export class SqliteStore implements Store {
   }
 
   async eventsAfter(agentId: string, position: number): Promise<EventRecord[]> {
-    const rows = this.sql.eventsAfter.all(agentId, position) as {
-      agent_id: string; seq: number; body: string; idempotency_key: string | null; created_at: string;
-    }[];
-    return rows.map((r) => ({
-      agentId: r.agent_id,
-      seq: r.seq,
-      event: JSON.parse(r.body) as InboxEvent,
-      idempotencyKey: r.idempotency_key,
-      createdAt: r.created_at,
-    }));
+    return (this.sql.eventsAfter.all(agentId, position) as EventRow[]).map(toEvent);
   }
 
   async commit(writes: readonly Write[]): Promise<WriteResult[]> {
@@ -256,17 +247,8 @@ export class SqliteStore implements Store {
       options.newest === undefined
         ? this.sql.checkpoints.all(agentId)
         : this.sql.newestCheckpoints.all(agentId, options.newest).reverse()
-    ) as Omit<CheckpointRow, 'agent_id' | 'machine_version' | 'snapshot'>[];
-    return rows.map(
-      (r) => ({
-        seq: r.seq,
-        eventType: r.event_type,
-        state: parseOr(r.state, null),
-        status: r.status,
-        progress: r.progress,
-        createdAt: r.created_at,
-      }),
-    );
+    ) as CheckpointSummaryRow[];
+    return rows.map(toCheckpointSummary);
   }
 
   async getCheckpoint(agentId: string, seq: number) {
@@ -277,29 +259,13 @@ export class SqliteStore implements Store {
   async listActions(agentId: string, options: HistoryOptions = {}): Promise<ActionRecord[]> {
     const rows = (
       options.newest === undefined ? this.sql.actions.all(agentId) : this.sql.newestActions.all(agentId, options.newest).reverse()
-    ) as { seq: number; action: string; payload: string | null; result: string | null; created_at: string }[];
-    return rows.map((r) => ({
-      seq: r.seq,
-      action: r.action,
-      payload: parseOr(r.payload, null),
-      result: parseOr(r.result, null),
-      createdAt: r.created_at,
-    }));
+    ) as ActionRow[];
+    return rows.map(toAction);
   }
 
   async findEffect(idempotencyKey: string): Promise<EffectRecord | undefined> {
-    const row = this.sql.effect.get(idempotencyKey) as
-      | { idempotency_key: string; agent_id: string; seq: number; result: string | null; created_at: string }
-      | undefined;
-    return (
-      row && {
-        idempotencyKey: row.idempotency_key,
-        agentId: row.agent_id,
-        seq: row.seq,
-        result: parseOr(row.result, null),
-        createdAt: row.created_at,
-      }
-    );
+    const row = this.sql.effect.get(idempotencyKey) as EffectRow | undefined;
+    return row && toEffect(row);
   }
 
   async loadActiveAgents(options: { skipResting?: boolean } = {}): Promise<RestorableAgent[]> {
