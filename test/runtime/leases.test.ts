@@ -31,7 +31,8 @@ const expireLease = (schema: string, processId: string) =>
 describe('runtime leases (real Postgres)', () => {
   it('lets every agent go when its lease runs out, then takes them back as orphans and goes on', async () => {
     const schema = freshSchema();
-    const { runtime, store, logs, changes } = await start(schema, 300);
+    // Long enough that a loaded machine's event-loop stall does not end it first (ticks every 250 ms).
+    const { runtime, store, logs, changes } = await start(schema, 1000);
     await runtime.spawn('agent', { id: 'a', input: { tasks: ['one'] } });
     await waitForView(runtime, 'a', isIdleWithProgress(1));
 
