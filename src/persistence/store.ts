@@ -255,15 +255,18 @@ export interface Leases {
    * the event's seq; seq 0 when its status was changed by a status write (stopped, error). `owner`:
    * the process that held the agent then (null: none), so that only that one needs to act on it.
    */
-  onInboxEvent(listener: (agentId: string, seq: number, owner: string | null) => void): void;
+  onInboxEvent(listener: AgentSeqListener): void;
   /**
    * Called after any process commits checkpoints for an agent, with the newest seq of that commit
    * (several transitions of one agent in one commit are one call): watchers elsewhere follow it.
    */
-  onCheckpoint(listener: (agentId: string, seq: number) => void): void;
+  onCheckpoint(listener: AgentSeqListener): void;
   /** Ends this process's lease now (clean shutdown): its agents may be claimed at once. */
   resign(): Promise<void>;
 }
+
+/** `owner`: the process that held the agent when the notification was sent (inbox notifications; else null). */
+export type AgentSeqListener = (agentId: string, seq: number, owner: string | null) => void;
 
 export interface StoreStats {
   agentsByStatus: Record<AgentStatus, number>;

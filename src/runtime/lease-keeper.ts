@@ -71,8 +71,9 @@ export class LeaseKeeper {
       await this.renew();
     } catch (err) {
       this.hooks.log.warn({ err }, 'could not renew the lease');
-      // Unreachable database: once the lease may have run out, others may run these agents.
-      if (Date.now() > this.validUntil) this.lose();
+      // Unreachable database: once the lease may have run out, others may run these agents (once:
+      // after that there is nothing left to stop until a renewal succeeds).
+      if (this.validUntil > 0 && Date.now() > this.validUntil) this.lose();
       return;
     }
     try {
@@ -86,14 +87,27 @@ export class LeaseKeeper {
 
   private async renew(): Promise<void> {
     const started = Date.now();
-    if (await this.leases.renew()) {
+    if (await this.withinHalfALease(this.leases.renew())) {
       this.validUntil = started + this.leases.leaseMs;
       return;
     }
-    this.lose();
+    // Already given up if the database was unreachable for longer than the lease.
+    if (this.validUntil > 0) this.lose();
     // A fresh lease: the agents just given up are orphans now, to be claimed like any other.
     if (!(await this.leases.renew())) throw new Error('could not take a fresh lease');
     this.validUntil = started + this.leases.leaseMs;
+  }
+
+  /**
+   * A renewal that has not settled within half a lease counts as failed: waiting on a connection
+   * that hangs would let the lease run out unnoticed while this process goes on running its agents.
+   */
+  private withinHalfALease<T>(work: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('the lease renewal took longer than half a lease')), this.leases.leaseMs / 2);
+    });
+    return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
   }
 
   private lose(): void {

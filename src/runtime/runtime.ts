@@ -156,10 +156,7 @@ export class Runtime implements HostOwner {
   async stop(agentId: string): Promise<void> {
     const agent = await this.agentOrThrow(agentId);
     const host = this.live.get(agentId);
-    if (host) {
-      host.stop();
-      this.live.delete(agentId);
-    }
+    if (host) this.unload(host);
     if (agent.status === 'active') await this.writeStatus(agentId, 'stopped', null);
   }
 
@@ -349,13 +346,16 @@ export class Runtime implements HostOwner {
     return { restored, quarantined };
   }
 
-  /** Stops every live agent here without writing anything (closing, or the lease ran out). */
+  /** Stops a live agent here and forgets it, writing nothing (its stored state stays as it is). */
+  private unload(host: AgentHost): void {
+    clearTimeout(host.passivationTimer);
+    host.stop();
+    if (this.live.get(host.agentId) === host) this.live.delete(host.agentId);
+  }
+
+  /** Unloads every live agent (closing, or the lease ran out). */
   private dropAll(): void {
-    for (const host of this.live.values()) {
-      clearTimeout(host.passivationTimer);
-      host.stop();
-    }
-    this.live.clear();
+    for (const host of [...this.live.values()]) this.unload(host);
   }
 
   /**
@@ -372,11 +372,7 @@ export class Runtime implements HostOwner {
         // Its status changed (stopped from any process, or an error where it ran): a copy running
         // here must end, and watchers here see the new status.
         const agent = await this.store.getAgent(agentId);
-        if (host && agent?.status !== 'active' && this.live.get(agentId) === host) {
-          clearTimeout(host.passivationTimer);
-          host.stop();
-          this.live.delete(agentId);
-        }
+        if (host && agent?.status !== 'active') this.unload(host);
         if (!this.live.has(agentId)) this.notify(agentId);
         return;
       }
@@ -496,8 +492,7 @@ export class Runtime implements HostOwner {
       void host.settled().then(() => {
         // Re-checked after the last commit: an event or a transition may have come in meanwhile.
         if (this.live.get(host.agentId) !== host || !host.isResting() || this.closing) return;
-        host.stop();
-        this.live.delete(host.agentId);
+        this.unload(host);
       });
     }, afterMs);
     host.passivationTimer.unref();

@@ -131,7 +131,8 @@ describe('crash recovery under SIGKILL', () => {
     const final = start(0);
     for (const c of commands.filter((c) => !acked.has(c.n))) final.send(c);
     const totalTasks = plan.totalTasks;
-    await waitFor(async () => final.acks.size >= commands.length - acked.size && (await store.progress()) >= totalTasks, 60_000);
+    const finished = await waitFor(async () => final.acks.size >= commands.length - acked.size && (await store.progress()) >= totalTasks, 60_000);
+    expect(finished, 'the last worker acknowledged every command and processed every task').toBe(true);
     for (const n of final.acks) acked.add(n);
     expect(await final.kill()).toBe(true); // still alive at the end: it never exited on its own
     expect(final.errors).toEqual([]);

@@ -47,7 +47,7 @@ describe('scale-out on Postgres (real processes)', () => {
     // Slow enough answers that the victim's agents still have work left when it is killed.
     fake = await startFakeOpenAI({ latencyMs: 300 });
     sink = await startWebhookSink();
-    const servers = await startCluster(3, 1000);
+    const servers = await startCluster(3, 2000);
     const expected = new Map<string, string[]>();
 
     // Spawned round-robin: each process owns the agents it spawned.
@@ -118,7 +118,7 @@ describe('scale-out on Postgres (real processes)', () => {
   it('lets any process stop an agent that another one runs', { timeout: 60_000 }, async () => {
     fake = await startFakeOpenAI({ latencyMs: 20 });
     sink = await startWebhookSink();
-    const [owner, other] = await startCluster(2, 1000);
+    const [owner, other] = await startCluster(2, 2000);
     expect((await api(owner!, 'POST', '/agents', { machine: 'agent', id: 'stoppable', input: {} })).status).toBe(201);
     await waitForAgent(owner!, 'stoppable', (v) => v.state === 'idle');
 
@@ -131,7 +131,7 @@ describe('scale-out on Postgres (real processes)', () => {
   it('streams every transition of an agent that another process runs, to its end', { timeout: 60_000 }, async () => {
     fake = await startFakeOpenAI({ latencyMs: 50 });
     sink = await startWebhookSink();
-    const [owner, other] = await startCluster(2, 1000);
+    const [owner, other] = await startCluster(2, 2000);
     expect((await api(owner!, 'POST', '/agents', { machine: 'agent', id: 'watched', input: { webhook: sink.url } })).status).toBe(201);
     await waitForAgent(owner!, 'watched', (v) => v.state === 'idle');
 

@@ -91,6 +91,10 @@ describe('Postgres store schema', () => {
     );
   });
 
+  it('refuses a process id its notifications could not carry (a space), before connecting', async () => {
+    await expect(openPostgresStore('postgres://nowhere.invalid/x', { processId: 'host 1' })).rejects.toThrow('processId must be');
+  });
+
   it('names its location without the password', async () => {
     const schema = freshSchema();
     expect((await open(schema)).location).toBe(`${redactUrl(postgresUrl)}#${schema}`);
@@ -131,7 +135,7 @@ describe('Postgres store schema', () => {
 
 describe('Postgres leases', () => {
   /** Two processes, A and B, on one schema, with short leases, both holding one. */
-  async function twoProcesses(leaseMs = 400) {
+  async function twoProcesses(leaseMs = 1000) {
     const schema = freshSchema();
     const a = await open(schema, { processId: 'A', leaseMs });
     const b = await open(schema, { processId: 'B', leaseMs });
@@ -154,7 +158,7 @@ describe('Postgres leases', () => {
     await a.createAgent(newAgent('x'));
     await a.createAgent(newAgent('y'));
     expect(await ownerOf(schema, 'x')).toBe('A');
-    await a.commit([checkpoint('x', 1)]);
+    expect(await a.commit([checkpoint('x', 1)])).toEqual([undefined]);
 
     await a.leases.renew();
     expect(await b.leases.claim('x')).toBe('elsewhere');

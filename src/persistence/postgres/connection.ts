@@ -23,17 +23,25 @@ export function checkSchemaName(schema: string): void {
 const types = new pg.TypeOverrides();
 types.setTypeParser(pg.types.builtins.INT8, Number);
 
+/**
+ * A database that goes away without closing the connection (a dropped network) must surface as an
+ * error, not as a query that never settles: a lease renewal stuck forever would keep this process
+ * running agents others have taken over. TCP keep-alives find the dead peer; connecting gives up.
+ */
+const LIVENESS: pg.ClientConfig = { keepAlive: true, keepAliveInitialDelayMillis: 5_000, connectionTimeoutMillis: 10_000 };
+
 /** The configuration of every connection; with a schema, each one works in it (`search_path`). */
 export function clientConfig(url: string, schema: string | undefined): pg.ClientConfig {
-  if (schema === undefined) return { connectionString: url, types };
+  const base = { ...LIVENESS, types };
+  if (schema === undefined) return { connectionString: url, ...base };
   const searchPath = `-c search_path=${pg.escapeIdentifier(schema)}`;
   // pg lets the connection string's parameters win over the configuration's: an `options` in the
   // URL would drop our search_path, so it is taken out and both are passed together.
   const parsed = parseUrl(url);
   const own = parsed?.searchParams.get('options');
-  if (!parsed || !own) return { connectionString: url, types, options: searchPath };
+  if (!parsed || !own) return { connectionString: url, ...base, options: searchPath };
   parsed.searchParams.delete('options');
-  return { connectionString: parsed.toString(), types, options: `${own} ${searchPath}` };
+  return { connectionString: parsed.toString(), ...base, options: `${own} ${searchPath}` };
 }
 
 /** The URL for logs: any password replaced by `***`. */

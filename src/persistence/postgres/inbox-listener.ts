@@ -7,9 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-
-/** `owner`: the process that ran the agent when the notification was sent (inbox notifications only; null: none). */
-export type AgentSeqListener = (agentId: string, seq: number, owner: string | null) => void;
+import type { AgentSeqListener } from '../store.js';
 
 /** `inbox`: an event (seq > 0) or a status change (seq 0); `checkpoint`: the newest one committed. */
 export type NotificationKind = 'inbox' | 'checkpoint';

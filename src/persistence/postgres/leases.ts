@@ -4,8 +4,8 @@
  * clock (`now()`), so the processes' clocks never have to agree.
  */
 import type pg from 'pg';
-import type { Leases, RestorableAgent } from '../store.js';
-import type { AgentSeqListener, InboxListener } from './inbox-listener.js';
+import type { AgentSeqListener, Leases, RestorableAgent } from '../store.js';
+import type { InboxListener } from './inbox-listener.js';
 import { RESTORABLE, toRestorable, type RestorableRow } from '../rows.js';
 
 /**

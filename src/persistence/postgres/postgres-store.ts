@@ -44,7 +44,7 @@ import {
   type EventRow,
   type RestorableRow,
 } from '../rows.js';
-import { SerialWriter } from './serial-writer.js';
+import { WriteConnection } from './write-connection.js';
 import { CommitQueue } from './commit-queue.js';
 
 export interface PostgresStoreOptions {
@@ -67,6 +67,10 @@ const DEFAULT_POOL_SIZE = 5;
  */
 export async function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
   if (options.schema !== undefined) checkSchemaName(options.schema);
+  // Notifications carry it space-separated (inbox-listener.ts): a space would make them unreadable.
+  if (options.processId !== undefined && !/^\S{1,200}$/.test(options.processId)) {
+    throw new InvalidInputError('processId must be 1–200 characters without spaces.');
+  }
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   if (!Number.isFinite(leaseMs) || leaseMs <= 0) throw new InvalidInputError(`leaseMs must be a positive number (got ${leaseMs}).`);
   const config = clientConfig(url, options.schema);
@@ -86,7 +90,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     throw err instanceof AgentsError ? err : new StoreUnavailableError(location, err);
   }
   const processId = options.processId ?? `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  return new PostgresStore(pool, new SerialWriter(config), listener, location, processId, leaseMs);
+  return new PostgresStore(pool, new WriteConnection(config), listener, location, processId, leaseMs);
 }
 
 /** Migrates the schema (creating it when one was named) and returns its name. */
@@ -118,7 +122,7 @@ export class PostgresStore implements Store {
 
   constructor(
     private readonly pool: pg.Pool,
-    private readonly writer: SerialWriter,
+    private readonly writer: WriteConnection,
     private readonly listener: InboxListener,
     readonly location: string,
     processId: string,

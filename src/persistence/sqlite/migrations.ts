@@ -1,11 +1,6 @@
 import type Database from 'better-sqlite3';
 import { SchemaTooNewError } from '../../errors.js';
-
-export interface Migration {
-  id: number;
-  name: string;
-  sql: string;
-}
+import type { Migration } from '../migration.js';
 
 /**
  * Append only: never edit an entry that has shipped; add a new one.
