@@ -7,12 +7,12 @@ import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { createSimulatedLlm } from '../src/llm/simulated-client.js';
-import { MemoryStore } from '../src/persistence/memory/memory-store.js';
-import { clientConfig } from '../src/persistence/postgres/connection.js';
-import { openPostgresStore } from '../src/persistence/postgres/postgres-store.js';
-import { openSqliteStore } from '../src/persistence/sqlite/sqlite-store.js';
-import type { Store } from '../src/persistence/store.js';
-import { agentDefinition } from '../src/runtime/agent-definition.js';
+import { MemoryStore } from '../src/store/memory/memory-store.js';
+import { clientConfig } from '../src/store/postgres/connection.js';
+import { openPostgresStore } from '../src/store/postgres/postgres-store.js';
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import type { Store } from '../src/store/store.js';
+import { agentDefinition } from '../src/agents/reference/definition.js';
 import { createRuntime } from '../src/runtime/runtime.js';
 import { tempFile, writtenBytes } from './lib.js';
 

@@ -1,18 +1,21 @@
-/** The library surface of durable-agents. */
+/**
+ * The library surface of durable-agents. The storage drivers are subpath exports
+ * (`durable-agents/sqlite`, `durable-agents/postgres`) so that importing this file loads neither
+ * native SQLite nor `pg`.
+ */
 export { createRuntime, Runtime, type RuntimeOptions } from './runtime/runtime.js';
-export { currentAgent, type DurableAgentHandle } from './runtime/durable-machine.js';
-export type { MachineDefinition, PersistedSnapshotJson, SnapshotUpgrade } from './runtime/machine-definition.js';
-export { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from './runtime/commit-barrier.js';
-export { agentDefinition, type AgentDependencies } from './runtime/agent-definition.js';
-export { agentMachine, createAgentMachine, DEFAULT_AGENT_DEFAULTS } from './machines/agent.js';
-export type * from './machines/agent-types.js';
-export { openSqliteStore, type SqliteStoreOptions } from './persistence/sqlite/sqlite-store.js';
-export { openPostgresStore, type PostgresStoreOptions } from './persistence/postgres/postgres-store.js';
-export type * from './persistence/store.js';
-export type { LlmClient } from './llm/client.js';
+export { currentAgent, type DurableAgentHandle } from './durable/current-agent.js';
+export type { ActorDeclaration, ActorKind, MachineDefinition, PersistedSnapshotJson, SnapshotUpgrade } from './durable/definition.js';
+export { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from './durable/commit-barrier.js';
+export { sleepUntil } from './durable/sleep-until.js';
+export { agentDefinition, AGENT_ACTORS, type AgentDependencies } from './agents/reference/definition.js';
+export { agentMachine, createAgentMachine, DEFAULT_AGENT_DEFAULTS } from './agents/reference/machine.js';
+export type * from './agents/reference/types.js';
+export type * from './store/store.js';
+export type { LlmClient, LlmRequest } from './llm/client.js';
 export { createOpenAiClient } from './llm/openai-client.js';
 export { createSimulatedLlm } from './llm/simulated-client.js';
-export * from './errors.js';
+export * from './core/errors.js';
 export type { AgentView } from './runtime/views.js';
 export type { RuntimeObserver } from './runtime/observer.js';
 export { combineObservers } from './observability/combine-observers.js';

@@ -6,10 +6,10 @@
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { assign, setup } from 'xstate';
-import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { createRuntime } from '../../src/runtime/runtime.js';
 import { createMetrics } from '../../src/observability/metrics.js';
-import { createServer } from '../../src/server.js';
+import { createServer } from '../../src/http/app.js';
 import { tempFile } from '../lib.js';
 
 export const AGENTS = 100;

@@ -6,8 +6,8 @@
  */
 import Database from 'better-sqlite3';
 import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
-import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
-import { agentDefinition } from '../../src/runtime/agent-definition.js';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { agentDefinition } from '../../src/agents/reference/definition.js';
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
 import { report, round, sleep, tempFile } from '../lib.js';
 

@@ -1,7 +1,7 @@
 /** Leaves AGENTS agents active mid-task (each waiting on its LLM call), then waits to be SIGKILLed. */
 import type { LlmClient } from '../../src/llm/client.js';
-import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
-import { agentDefinition } from '../../src/runtime/agent-definition.js';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { agentDefinition } from '../../src/agents/reference/definition.js';
 import { createRuntime } from '../../src/runtime/runtime.js';
 
 const [file, count] = process.argv.slice(2) as [string, string];

@@ -11,10 +11,10 @@ import readline from 'node:readline';
 import Database from 'better-sqlite3';
 import { createActor, fromPromise, type AnyActorRef } from 'xstate';
 import type { LlmClient } from '../../src/llm/client.js';
-import { createAgentMachine } from '../../src/machines/agent.js';
-import type { LlmRequest } from '../../src/machines/agent-types.js';
-import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
-import { agentDefinition } from '../../src/runtime/agent-definition.js';
+import { createAgentMachine } from '../../src/agents/reference/machine.js';
+import type { LlmRequest } from '../../src/agents/reference/types.js';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { agentDefinition } from '../../src/agents/reference/definition.js';
 import { createRuntime } from '../../src/runtime/runtime.js';
 import { median, report, round, tempFile } from '../lib.js';
 

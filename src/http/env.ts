@@ -1,4 +1,4 @@
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../core/logger.js';
 
 /** What the middleware puts on each request's context. */
 export interface AppEnv {

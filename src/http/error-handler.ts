@@ -1,8 +1,8 @@
 import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { AgentsError } from '../errors.js';
-import type { Logger } from '../observability/logger.js';
+import { AgentsError } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
 import type { AppEnv } from './env.js';
 import { HttpError, routeNotFound } from './errors.js';
 

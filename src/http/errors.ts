@@ -1,5 +1,5 @@
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { AgentsError, truncate } from '../errors.js';
+import { AgentsError, truncate } from '../core/errors.js';
 
 /**
  * Errors that only the HTTP edge can raise (a body, a header, a token). They join the one error

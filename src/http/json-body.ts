@@ -1,8 +1,8 @@
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from './env.js';
 import { bodyLimit } from 'hono/body-limit';
-import { InvalidInputError } from '../errors.js';
-import { truncate } from '../errors.js';
+import { InvalidInputError } from '../core/errors.js';
+import { truncate } from '../core/errors.js';
 import { malformedJson, payloadTooLarge, unsupportedMediaType } from './errors.js';
 import { MAX_JSON_DEPTH } from './schemas.js';
 

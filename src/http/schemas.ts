@@ -3,7 +3,7 @@
  * @hono/zod-openapi, they are also the OpenAPI document: one source of truth.
  */
 import { z } from '@hono/zod-openapi';
-import { AGENT_STATUSES } from '../persistence/store.js';
+import { AGENT_STATUSES } from '../store/store.js';
 import { ID_PATTERN } from '../runtime/ids.js';
 
 /** Deeper JSON than this is refused before parsing: nothing legitimate nests 100 levels. */

@@ -1,6 +1,10 @@
-import type { LlmRequest } from '../machines/agent-types.js';
-
-export type { LlmRequest };
+/** What one LLM call asks: the model, an optional system prompt, the user's task, and a time limit. */
+export interface LlmRequest {
+  model: string;
+  system: string | null;
+  task: string;
+  timeoutMs: number;
+}
 
 /**
  * THE LLM interface. The statechart never sees `openai`: it sees an actor that resolves to text or

@@ -1,6 +1,6 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
-import { StepError } from '../errors.js';
-import { isTransientStatus, parseRetryAfter } from '../resilience/backoff.js';
+import { StepError } from '../core/errors.js';
+import { isTransientStatus, parseRetryAfter } from '../core/backoff.js';
 import type { LlmClient, LlmRequest } from './client.js';
 
 export interface OpenAiClientOptions {

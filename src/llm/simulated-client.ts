@@ -1,6 +1,6 @@
-import { StepError } from '../errors.js';
-import { nextRandom } from '../resilience/random.js';
-import { sleepUntil } from '../runtime/sleep.js';
+import { StepError } from '../core/errors.js';
+import { nextRandom } from '../core/random.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { LlmClient, LlmRequest } from './client.js';
 
 export interface SimulatedLlmOptions {
@@ -20,7 +20,7 @@ export function createSimulatedLlm(options: SimulatedLlmOptions = {}): LlmClient
     kind: 'simulated',
     description: `simulated LLM (no OPENAI_API_KEY/OPENAI_BASE_URL set; fault rate ${faultRate})`,
     async complete(request: LlmRequest, signal: AbortSignal): Promise<string> {
-      if (latencyMs > 0) await sleepUntil(Date.now() + latencyMs, signal);
+      if (latencyMs > 0) await sleep(latencyMs, undefined, { signal });
       signal.throwIfAborted();
       if (faultRate > 0) {
         const draw = nextRandom(rng);

@@ -1,12 +1,9 @@
 /**
- * How metrics and traces read the runtime's reports: an action-log row (see agent-host.ts
- * `actionFor`) and a state value. One reading, so a dashboard's numbers and a trace agree.
+ * How metrics, traces and the dashboard read an action-log row (see agent-host.ts `actionFor`). One
+ * reading, so a dashboard's numbers and a trace agree. What the row's actor *is* (an LLM call, an
+ * effect…) is not read from its name: the machine definition declares it (`MachineDefinition.actors`).
  */
-import type { ActionWrite } from '../persistence/store.js';
-
-/** The invoked actors of the reference `agent` machine whose rows metrics and traces single out. */
-export const LLM_ACTION = 'callLlm';
-export const EFFECT_ACTION = 'runSideEffect';
+import type { ActionWrite } from '../store/store.js';
 
 /** `ok`, or the failure kind the chart acts on: only `transient` is retried; anything else parks the agent. */
 export type Outcome = 'ok' | 'transient' | 'permanent';
@@ -41,25 +38,6 @@ export function readAction(action: ActionWrite): ActionReading {
     input: asRecord(payload?.input),
     output: result?.output,
   };
-}
-
-/** The top-level state of a state value: `{callingLLM: 'requesting'}` → `callingLLM`. Bounded: fit for labels. */
-export function topLevelState(value: unknown): string {
-  if (typeof value === 'string') return value;
-  if (value && typeof value === 'object') return Object.keys(value)[0] ?? '?';
-  return '?';
-}
-
-/** The whole state value as text: `{callingLLM: 'requesting'}` → `callingLLM.requesting` (parallel regions joined with `, `). */
-export function stateText(value: unknown): string {
-  if (typeof value === 'string') return value;
-  if (!value || typeof value !== 'object') return value === null || value === undefined ? '—' : String(value);
-  return Object.entries(value as Record<string, unknown>)
-    .map(([key, child]) => {
-      const inner = stateText(child);
-      return child && (typeof child === 'string' || typeof child === 'object') ? `${key}.${inner}` : key;
-    })
-    .join(', ');
 }
 
 function asRecord(value: unknown): Record<string, unknown> | undefined {

@@ -1,5 +1,5 @@
 /**
- * `serve --inspect[=PORT]`: every agent actor streams to Stately's inspector (XSTATE-NOTES §Q6).
+ * `serve --inspect[=PORT]`: every agent actor streams to Stately's inspector.
  *
  *   agents ──inspect──▶ createInspector (here: redact, serialize) ──postMessage──▶ worker thread:
  *     createWebSocketInspector ──ws──▶ createInspectorServer (relay + page) ◀──ws── the user's browser,
@@ -16,8 +16,8 @@ import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { createInspector, type StatelyInspectionEvent } from '@statelyai/inspect';
 import type { InspectionEvent } from 'xstate';
-import { AgentsError } from '../errors.js';
-import type { Logger } from './logger.js';
+import { AgentsError } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
 import { redactConfigJson, redactSecrets } from './redact.js';
 
 export class InspectorError extends AgentsError {

@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { AGENT_STATUSES } from '../persistence/store.js';
+import { AGENT_STATUSES } from '../store/store.js';
 import type { RuntimeObserver } from '../runtime/observer.js';
 import { createRuntimeMetrics } from './runtime-metrics.js';
 

@@ -22,7 +22,7 @@ import {
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import type { Logger } from './logger.js';
+import type { Logger } from '../core/logger.js';
 import { tracesExporters } from './otel-env.js';
 import { TRACER_NAME } from './tracing.js';
 

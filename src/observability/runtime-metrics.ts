@@ -1,6 +1,7 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { OWNERSHIP_CHANGES, type RuntimeObserver } from '../runtime/observer.js';
-import { EFFECT_ACTION, LLM_ACTION, readAction, topLevelState, type Outcome } from './action-outcome.js';
+import { topLevelState } from '../core/state-value.js';
+import { readAction, type Outcome } from './action-outcome.js';
 
 const OUTCOMES: readonly Outcome[] = ['ok', 'transient', 'permanent'];
 const FAILURE_REASONS = ['actor', 'commit', 'corrupt'] as const;
@@ -41,7 +42,7 @@ export function createRuntimeMetrics(registry: Registry): RuntimeObserver {
   });
   const llmCalls = new Counter({
     name: 'durable_agents_llm_calls_total',
-    help: 'LLM calls (callLlm) that ended, by outcome: ok, transient (retried while attempts remain) or permanent',
+    help: 'LLM calls (actors a machine declares `llm`) that ended, by outcome: ok, transient (retried while attempts remain) or permanent',
     labelNames: ['outcome'] as const,
     registers,
   });
@@ -54,7 +55,7 @@ export function createRuntimeMetrics(registry: Registry): RuntimeObserver {
   });
   const effects = new Counter({
     name: 'durable_agents_effects_total',
-    help: 'Side effects (runSideEffect) that ended, by outcome: ok, transient or permanent',
+    help: 'Side effects (actors a machine declares `effect`) that ended, by outcome: ok, transient or permanent',
     labelNames: ['outcome'] as const,
     registers,
   });
@@ -98,11 +99,15 @@ export function createRuntimeMetrics(registry: Registry): RuntimeObserver {
     llmSeconds.zero({ outcome });
     effectSeconds.zero({ outcome });
   }
-  for (const action of [LLM_ACTION, EFFECT_ACTION]) retries.inc({ action }, 0);
   for (const reason of FAILURE_REASONS) failures.inc({ reason }, 0);
   for (const change of OWNERSHIP_CHANGES) ownership.inc({ change }, 0);
 
   return {
+    machinesRegistered(machines) {
+      for (const { actors } of machines) {
+        for (const [src, { kind }] of actors) if (kind === 'llm' || kind === 'effect') retries.inc({ action: src }, 0);
+      }
+    },
     transitionCommitted(event) {
       transitions.inc({ machine: event.machine, event: event.eventType, state: topLevelState(event.state) });
       checkpointLatency.observe(Math.max(0, Date.now() - event.at) / 1000);
@@ -111,8 +116,8 @@ export function createRuntimeMetrics(registry: Registry): RuntimeObserver {
       actionRows.inc({ machine: event.machine, action: action.action });
       const reading = readAction(action);
       if (reading.outcome === 'transient') retries.inc({ action: action.action });
-      const [count, latency] =
-        action.action === LLM_ACTION ? [llmCalls, llmSeconds] : action.action === EFFECT_ACTION ? [effects, effectSeconds] : [];
+      const kind = event.actor?.kind;
+      const [count, latency] = kind === 'llm' ? [llmCalls, llmSeconds] : kind === 'effect' ? [effects, effectSeconds] : [];
       count?.inc({ outcome: reading.outcome });
       if (reading.ms !== undefined) latency?.observe({ outcome: reading.outcome }, reading.ms / 1000);
     },

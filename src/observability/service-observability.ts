@@ -3,7 +3,7 @@ import type { InspectionEvent } from 'xstate';
 import type { RuntimeObserver } from '../runtime/observer.js';
 import { combineObservers } from './combine-observers.js';
 import type { InspectorHandle } from './inspector.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../core/logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { tracesExporters } from './otel-env.js';
 import type { Tracing } from './otel.js';

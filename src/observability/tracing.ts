@@ -5,8 +5,8 @@
  * One trace per transition:
  *
  *   agent.transition            from the start of its cause (the call) to the commit
- *   └─ agent.llm_call           callLlm: [transition time − latency, transition time]
- *      | agent.effect           runSideEffect
+ *   └─ agent.llm_call           an actor the machine declares `llm`: [transition time − latency, transition time]
+ *      | agent.effect           one it declares `effect`
  *      | agent.action           any other logged invoked actor
  *
  * Every span carries `agent.id` and `agent.seq` (the checkpoint the transition wrote, also the
@@ -18,8 +18,9 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Tracer } from '@opentelemetry/api';
 import { ATTR_ERROR_TYPE, ATTR_HTTP_RESPONSE_STATUS_CODE } from '@opentelemetry/semantic-conventions';
 import type { RuntimeObserver } from '../runtime/observer.js';
-import { effectKey } from '../runtime/agent-definition.js';
-import { EFFECT_ACTION, LLM_ACTION, readAction, stateText } from './action-outcome.js';
+import type { ActorDeclaration } from '../durable/definition.js';
+import { stateText } from '../core/state-value.js';
+import { readAction } from './action-outcome.js';
 
 export const TRACER_NAME = 'durable-agents';
 
@@ -59,7 +60,8 @@ export function createTracingObserver(tracer: Tracer = globalTracer()): RuntimeO
         ROOT_CONTEXT,
       );
       if (event.action && reading) {
-        const name = event.action.action === LLM_ACTION ? SPAN.llmCall : event.action.action === EFFECT_ACTION ? SPAN.effect : SPAN.action;
+        const kind = event.actor?.kind;
+        const name = kind === 'llm' ? SPAN.llmCall : kind === 'effect' ? SPAN.effect : SPAN.action;
         const call = tracer.startSpan(
           name,
           {
@@ -70,7 +72,7 @@ export function createTracingObserver(tracer: Tracer = globalTracer()): RuntimeO
               'agent.action': event.action.action,
               'agent.outcome': reading.outcome,
               ...(reading.attempt !== undefined ? { 'agent.attempt': reading.attempt } : {}),
-              ...callAttributes(event.agentId, event.action.action, reading.input, reading.output),
+              ...callAttributes(event.agentId, event.actor, reading.input, reading.output),
               ...(reading.errorCode ? { [ATTR_ERROR_TYPE]: reading.errorCode } : {}),
               ...(reading.errorStatus !== undefined ? { [ATTR_HTTP_RESPONSE_STATUS_CODE]: reading.errorStatus } : {}),
             },
@@ -93,14 +95,14 @@ export function createTracingObserver(tracer: Tracer = globalTracer()): RuntimeO
 }
 
 /** What is worth a glance in a trace, never the prompt or the answer (they can be large and private). */
-function callAttributes(agentId: string, action: string, input: Record<string, unknown> | undefined, output: unknown): Attributes {
+function callAttributes(agentId: string, actor: ActorDeclaration | undefined, input: Record<string, unknown> | undefined, output: unknown): Attributes {
   const out = output && typeof output === 'object' ? (output as Record<string, unknown>) : {};
-  if (action === LLM_ACTION) {
+  if (actor?.kind === 'llm') {
     return typeof input?.model === 'string' ? { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': input.model } : {};
   }
-  if (action === EFFECT_ACTION) {
-    // A failed effect has no output; its key is then the agent's rule (runSideEffect).
-    const key = typeof out.idempotencyKey === 'string' ? out.idempotencyKey : typeof input?.seq === 'number' ? effectKey(agentId, input.seq) : undefined;
+  if (actor?.kind === 'effect') {
+    // A failed effect has no output; its key is then the one the machine declares for the call.
+    const key = typeof out.idempotencyKey === 'string' ? out.idempotencyKey : actor.idempotencyKey?.({ agentId, input: input ?? null });
     return {
       ...(key ? { 'agent.idempotency_key': key } : {}),
       ...(typeof out.status === 'number' ? { [ATTR_HTTP_RESPONSE_STATUS_CODE]: out.status } : {}),

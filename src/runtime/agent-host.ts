@@ -1,10 +1,11 @@
 import type { Actor, AnyActorRef, AnyEventObject, AnyMachineSnapshot, AnyStateMachine, InspectionEvent } from 'xstate';
-import { serializeError } from '../errors.js';
-import type { Logger } from '../observability/logger.js';
-import type { ActionWrite, CheckpointBody, EventRecord, Write } from '../persistence/store.js';
-import { awaitsCommit, COMMITTED_EVENT } from './commit-barrier.js';
+import { serializeError } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import type { ActionWrite, CheckpointBody, EventRecord, Write } from '../store/store.js';
+import { awaitsCommit, COMMITTED_EVENT } from '../durable/commit-barrier.js';
 import { createDurableActor, type TransitionSink } from './durable-machine.js';
-import type { RegisteredMachine } from './machine-definition.js';
+import type { ActorDeclaration } from '../durable/definition.js';
+import { actorOf, type RegisteredMachine } from './registered-machine.js';
 
 /** The runtime as seen by one host. */
 export interface HostOwner {
@@ -21,6 +22,8 @@ export interface CommittedCheckpoint {
   seq: number;
   eventType: string;
   action?: ActionWrite;
+  /** What the machine declares the action's actor to be. */
+  actor?: ActorDeclaration;
   /** Epoch ms of the transition (the commit came after). */
   transitionAt: number;
   state: unknown;
@@ -144,7 +147,8 @@ export class AgentHost implements TransitionSink {
     const at = new Date(transitionAt).toISOString();
     const status = next.status === 'done' ? 'done' : next.status === 'error' ? 'error' : 'active';
     const progress = progressOf(next);
-    const action = previous ? this.actionFor(previous, event) : undefined;
+    const logged = previous ? this.actionFor(previous, event) : undefined;
+    const action = logged?.action;
     const barrier = awaitsCommit(next);
     const commit = this.owner.commit({
       kind: 'checkpoint',
@@ -165,7 +169,7 @@ export class AgentHost implements TransitionSink {
     commit.then(
       () => {
         this.owner.committed(this, {
-          seq, eventType: event.type, action, transitionAt, state: next.value, status, progress, context: next.context, at,
+          seq, eventType: event.type, action, actor: logged?.actor, transitionAt, state: next.value, status, progress, context: next.context, at,
         });
         // Only when this is still the newest transition: a later one in the same barrier state
         // releases it once that one is committed, so a barrier is never left on a stale checkpoint.
@@ -230,7 +234,7 @@ export class AgentHost implements TransitionSink {
   }
 
   /** The action-log row for a transition caused by an invoked actor finishing (done or error). */
-  private actionFor(previous: AnyMachineSnapshot, event: AnyEventObject): ActionWrite | undefined {
+  private actionFor(previous: AnyMachineSnapshot, event: AnyEventObject): { action: ActionWrite; actor: ActorDeclaration } | undefined {
     if (!event.type.startsWith('xstate.')) return undefined; // most events: skip the regex
     const match = /^xstate\.(done|error)\.actor\.(.+)$/.exec(event.type);
     if (!match) return undefined;
@@ -239,10 +243,11 @@ export class AgentHost implements TransitionSink {
     const src = typeof child?.src === 'string' ? child.src : childId;
     const started = this.childStarts?.get(childId);
     this.childStarts?.delete(childId);
-    if (this.machine.unloggedActors.has(src)) return undefined;
+    const actor = actorOf(this.machine, src);
+    if (actor.kind === 'wait') return undefined;
     const ms = started ? Date.now() - started.startedAt : null;
     const attempt = (previous.context as { attempt?: unknown } | undefined)?.attempt;
-    return {
+    const action: ActionWrite = {
       action: src,
       payload: { id: childId, input: started?.input ?? null, ...(typeof attempt === 'number' ? { attempt } : {}) },
       result:
@@ -250,6 +255,7 @@ export class AgentHost implements TransitionSink {
           ? { ok: true, output: (event as { output?: unknown }).output ?? null, ms }
           : { ok: false, error: toErrorData((event as { error?: unknown }).error), ms },
     };
+    return { action, actor };
   }
 
   private fail(reason: 'commit' | 'actor', err: unknown): void {

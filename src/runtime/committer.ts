@@ -1,4 +1,4 @@
-import type { Store, Write, WriteResult } from '../persistence/store.js';
+import type { Store, Write, WriteResult } from '../store/store.js';
 
 /**
  * Group commit: writes enqueued in the same turn of the event loop (across all agents) go to the

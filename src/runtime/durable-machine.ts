@@ -2,7 +2,10 @@
  * Makes any flat XState machine durable without changing it:
  *
  * - its `transition` and `getInitialSnapshot` are wrapped, so every macrostep hands its new snapshot
- *   to the agent's host *before* XState runs the deferred effects (verified: XSTATE-NOTES Q1);
+ *   to the agent's host *before* XState runs the deferred effects. XState starts invoked children in
+ *   `Actor.update()`, after `transition` returns and before subscribers are told, so a subscriber is
+ *   too late to persist first; wrapping `transition` is the one hook that runs in between (the path
+ *   tests' crash cases and test/runtime/persist-before-act.test.ts fail if this ordering breaks);
  * - every actor it invokes by name is gated: its `start` waits until the checkpoint in which it was
  *   invoked is committed. "Persist, then act" therefore holds for every store and every machine,
  *   and many agents' checkpoints can share one transaction (group commit).
@@ -18,15 +21,7 @@ import {
   type AnyMachineSnapshot,
   type AnyStateMachine,
 } from 'xstate';
-
-/** What an invoked actor may ask of the agent it runs for (see `currentAgent`). */
-export interface DurableAgentHandle {
-  readonly agentId: string;
-  /** The recorded result of an effect already done under this idempotency key. */
-  findEffect(idempotencyKey: string): Promise<{ result: unknown } | undefined>;
-  /** Records an effect as done; committed before the checkpoint of the transition it causes. */
-  recordEffect(idempotencyKey: string, seq: number, result: unknown): void;
-}
+import { agentOfSystem, registerAgentSystem, type DurableAgentHandle } from '../durable/current-agent.js';
 
 /** What a durable machine reports to, one per live agent. */
 export interface TransitionSink extends DurableAgentHandle {
@@ -38,26 +33,15 @@ export interface TransitionSink extends DurableAgentHandle {
   gate(child: AnyActorRef, input: unknown): Promise<void>;
 }
 
-const sinks = new WeakMap<object, TransitionSink>();
 // createActor computes the initial snapshot inside its constructor, before we can register the sink
 // under the new actor's system: this slot bridges that one synchronous call.
 let constructing: TransitionSink | undefined;
 
 function sinkOf(scope: AnyActorScope): TransitionSink | undefined {
-  const found = sinks.get(scope.system);
+  const found = agentOfSystem<TransitionSink>(scope.system);
   if (found || !constructing) return found;
-  sinks.set(scope.system, constructing);
+  registerAgentSystem(scope.system, constructing);
   return constructing;
-}
-
-/**
- * The agent an invoked actor runs for, from the `system` its creator receives:
- * `fromPromise(async ({ input, system }) => { const { agentId } = currentAgent(system); ... })`.
- */
-export function currentAgent(system: unknown): DurableAgentHandle {
-  const sink = typeof system === 'object' && system !== null ? sinks.get(system) : undefined;
-  if (!sink) throw new Error('currentAgent() works only inside actors run by the durable-agents runtime.');
-  return sink;
 }
 
 /** Creates the actor of a durable machine bound to its sink. */
@@ -69,7 +53,7 @@ export function createDurableActor<T extends AnyStateMachine>(
   constructing = sink;
   try {
     const actor = createActor(logic, options);
-    sinks.set(actor.system, sink);
+    registerAgentSystem(actor.system, sink);
     return actor;
   } finally {
     constructing = undefined;
@@ -94,7 +78,8 @@ export function makeDurable<T extends AnyStateMachine>(machine: T): T {
     transition(snapshot: AnyMachineSnapshot, event: AnyEventObject, scope: AnyActorScope) {
       const next = base.transition(snapshot as never, event as never, scope as never) as AnyMachineSnapshot;
       const sink = sinkOf(scope);
-      // A stop is not a state of the agent: persisting it would restore a dead actor (XSTATE-NOTES Q7).
+      // A stop is not a state of the agent: `actor.stop()` runs `transition` with `xstate.stop`, and a
+      // persisted `stopped` snapshot restores as a dead actor.
       if (!sink || event.type === 'xstate.stop') return next;
       if (next === snapshot) sink.onIgnored(event);
       else sink.onTransition(snapshot, next, event, persist(base, next));
@@ -111,12 +96,12 @@ function persist(machine: AnyStateMachine, snapshot: AnyMachineSnapshot): string
 
 function gateStart(logic: AnyActorLogic): AnyActorLogic {
   const start = logic.start?.bind(logic);
-  // Child *machines* keep their own state, which root persistence cannot see (XSTATE-NOTES Q1): agents are flat.
+  // Child *machines* keep their own state and invoke their own actors, which this gate cannot see: agents are flat.
   if (!start || 'root' in logic) return logic;
   return {
     ...logic,
     start(state: { input?: unknown }, scope: AnyActorScope) {
-      const sink = sinks.get(scope.system);
+      const sink = agentOfSystem<TransitionSink>(scope.system);
       if (!sink) return start(state as never, scope);
       sink.gate(scope.self, state.input).then(
         () => {

@@ -1,5 +1,5 @@
-import type { Logger } from '../observability/logger.js';
-import type { Leases, RestorableAgent } from '../persistence/store.js';
+import type { Logger } from '../core/logger.js';
+import type { Leases, RestorableAgent } from '../store/store.js';
 
 /** How many orphans one claim takes: recovery restores them a page at a time. */
 const CLAIM_PAGE = 500;
@@ -10,6 +10,10 @@ export interface LeaseHooks {
   adopt(agents: readonly RestorableAgent[]): Promise<void>;
   /** An event landed in this agent's inbox (committed by any process); `owner`: who held the agent then. */
   inboxEvent(agentId: string, seq: number, owner: string | null): void;
+  /** The agent's status was changed by some process (stopped, or an error where it ran). */
+  statusChanged(agentId: string): void;
+  /** Some process committed checkpoints of this agent, the newest being `seq`. */
+  checkpointCommitted(agentId: string, seq: number): void;
   /** This process's lease ran out: other processes may be taking its agents, so it stops running them all. */
   leaseLost(): void;
   readonly log: Logger;
@@ -18,7 +22,7 @@ export interface LeaseHooks {
 /**
  * Keeps this process's lease on a shared store (Postgres) and, with it, its share of the agents: it
  * renews the lease, takes over the agents of processes whose lease ran out (at start, that is
- * recovery), and turns inbox notifications into deliveries. Ticks four times per lease, so a dead
+ * recovery), and hands the changes other processes commit to the runtime. Ticks four times per lease, so a dead
  * process's agents run again within about 1¼ leases.
  */
 export class LeaseKeeper {
@@ -37,7 +41,11 @@ export class LeaseKeeper {
   /** Takes the lease (a failure here fails the start), listens for inbox events, adopts every orphan. */
   async start(): Promise<number> {
     await this.renew();
-    this.leases.onInboxEvent((agentId, seq, owner) => this.hooks.inboxEvent(agentId, seq, owner));
+    this.leases.onChange((change) => {
+      if (change.kind === 'event') this.hooks.inboxEvent(change.agentId, change.seq, change.owner);
+      else if (change.kind === 'status') this.hooks.statusChanged(change.agentId);
+      else this.hooks.checkpointCommitted(change.agentId, change.seq);
+    });
     const adopted = await this.adoptOrphans();
     this.schedule();
     return adopted;

@@ -1,5 +1,6 @@
-import type { SerializedError } from '../errors.js';
-import type { ActionWrite } from '../persistence/store.js';
+import type { SerializedError } from '../core/errors.js';
+import type { ActorDeclaration } from '../durable/definition.js';
+import type { ActionWrite } from '../store/store.js';
 
 /**
  * What the runtime reports as it works, for metrics and traces. Every method is optional and is
@@ -16,9 +17,13 @@ export interface RuntimeObserver {
     status: string;
     /** The invoked actor whose completion caused this transition (LLM call, effect…), if any. */
     action: ActionWrite | undefined;
+    /** What the machine declares that actor to be (`llm`, `effect`, `call`): observers branch on this, never on names. */
+    actor: ActorDeclaration | undefined;
     /** When the transition happened, before its commit (epoch ms). */
     at: number;
   }): void;
+  /** Once, when the runtime is created: the machines it runs and what their actors are (metrics start their series at 0). */
+  machinesRegistered?(machines: readonly { name: string; actors: ReadonlyMap<string, ActorDeclaration> }[]): void;
   batchCommitted?(event: { size: number; ms: number }): void;
   agentFailed?(event: { agentId: string; reason: 'actor' | 'commit' | 'corrupt'; error: SerializedError }): void;
   /**

@@ -1,14 +1,15 @@
 import type { AnyMachineSnapshot, InspectionEvent } from 'xstate';
-import { ConflictError, CorruptStateError, FencedError, InvalidEventError, InvalidInputError, NotFoundError, serializeError } from '../errors.js';
-import { topLevelState } from '../observability/action-outcome.js';
-import { silentLogger, type Logger } from '../observability/logger.js';
-import type { AgentQuery, AgentRecord, CheckpointRecord, InboxEvent, Page, RestorableAgent, RestorableCheckpoint, Store, Write } from '../persistence/store.js';
-import { describeIssues } from '../validation-issues.js';
+import { ConflictError, CorruptStateError, FencedError, InvalidEventError, InvalidInputError, NotFoundError, serializeError } from '../core/errors.js';
+import { topLevelState } from '../core/state-value.js';
+import { silentLogger, type Logger } from '../core/logger.js';
+import type { ActionRecord, AgentQuery, AgentRecord, CheckpointRecord, CheckpointSummary, HistoryOptions, InboxEvent, Page, RestorableAgent, RestorableCheckpoint, Store, Write } from '../store/store.js';
+import { describeIssues } from '../core/validation-issues.js';
 import { AgentHost, type CommittedCheckpoint, type HostOwner, type LatestState } from './agent-host.js';
 import { GroupCommitter } from './committer.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { assertValidId, generateId } from './ids.js';
-import { registerMachine, type MachineDefinition, type PersistedSnapshotJson, type RegisteredMachine } from './machine-definition.js';
+import type { MachineDefinition, PersistedSnapshotJson } from '../durable/definition.js';
+import { registerMachine, type RegisteredMachine } from './registered-machine.js';
 import type { RuntimeObserver } from './observer.js';
 import { toAgentView, type AgentView } from './views.js';
 
@@ -79,6 +80,7 @@ export class Runtime implements HostOwner {
     // XState calls it inside the agent's transition: a throw there would put the agent in error.
     this.inspect = inspect && ((event) => this.observe('inspect', () => inspect(event)));
     this.committer.onBatch = (size, ms) => this.observe('batchCommitted', () => this.observer.batchCommitted?.({ size, ms }));
+    this.observe('machinesRegistered', () => this.observer.machinesRegistered?.([...this.machines.values()]));
     this.reloadDelayMs = options.reloadDelayMs ?? 1000;
     this.passivateAfterMs = options.passivateAfterMs;
     const leases = options.store.leases;
@@ -92,6 +94,8 @@ export class Runtime implements HostOwner {
             this.observe('ownershipChanged', () => this.observer.ownershipChanged?.({ change: 'adopted', agents: restored }));
           },
           inboxEvent: (agentId, seq, owner) => void this.pullInbox(agentId, seq, owner),
+          statusChanged: (agentId) => void this.statusChanged(agentId),
+          checkpointCommitted: (agentId, seq) => this.followRemote(agentId, seq),
           leaseLost: () => {
             const agents = this.live.size;
             this.dropAll();
@@ -101,7 +105,6 @@ export class Runtime implements HostOwner {
         },
         { skipResting: this.passivateAfterMs !== undefined },
       );
-    leases?.onCheckpoint((agentId, seq) => this.followRemote(agentId, seq));
   }
 
   get liveAgents(): number {
@@ -110,7 +113,7 @@ export class Runtime implements HostOwner {
 
   /** Creates an agent; the same id again with the same machine returns the existing one. */
   async spawn(machineName: string, options: { id?: string; input?: unknown } = {}): Promise<{ view: AgentView; created: boolean }> {
-    const machine = this.machineNamed(machineName);
+    const machine = this.machine(machineName);
     const id = options.id ?? generateId();
     assertValidId(id);
     const input = parseWith(machine.input, options.input ?? {}, 'input');
@@ -133,7 +136,7 @@ export class Runtime implements HostOwner {
 
   /** Commits an event to the agent's inbox; the agent processes its inbox in order, each event once. */
   async send(agentId: string, event: InboxEvent, idempotencyKey?: string): Promise<{ seq: number; duplicate: boolean }> {
-    const machine = this.live.get(agentId)?.machine ?? this.machineNamed((await this.agentOrThrow(agentId)).machine);
+    const machine = this.live.get(agentId)?.machine ?? this.machine((await this.agentOrThrow(agentId)).machine);
     const checked = validateEvent(machine, event);
     // Through the group committer: under load, many requests' events share one transaction (one fsync).
     const result = (await this.committer.enqueue({
@@ -201,6 +204,32 @@ export class Runtime implements HostOwner {
   private async storedView(agent: AgentRecord): Promise<AgentView> {
     const checkpoint = agent.lastSeq > 0 ? await this.store.getCheckpoint(agent.id, agent.lastSeq) : undefined;
     return toAgentView(agent, checkpoint && { ...checkpoint, context: contextOf(checkpoint), updatedAt: agent.updatedAt });
+  }
+
+  /** The agent's checkpoints, oldest first (with `newest: n`, the last n); NotFoundError for an unknown agent. */
+  async checkpoints(agentId: string, options: HistoryOptions = {}): Promise<CheckpointSummary[]> {
+    const checkpoints = await this.store.listCheckpoints(agentId, options);
+    if (checkpoints.length === 0) await this.agentOrThrow(agentId); // an unknown agent is an error, not an empty list
+    return checkpoints;
+  }
+
+  /** One checkpoint whole, its snapshot parsed; NotFoundError for an unknown agent or seq, CorruptStateError for a damaged snapshot. */
+  async checkpoint(agentId: string, seq: number): Promise<Omit<CheckpointRecord, 'snapshot'> & { snapshot: Record<string, unknown> }> {
+    const checkpoint = await this.store.getCheckpoint(agentId, seq);
+    if (!checkpoint) {
+      await this.agentOrThrow(agentId);
+      throw new NotFoundError('checkpoint', `${agentId}@${seq}`);
+    }
+    const snapshot = parseJsonObject(checkpoint.snapshot);
+    if (!snapshot) throw new CorruptStateError(agentId, `checkpoint ${seq} does not hold a JSON snapshot object.`);
+    return { ...checkpoint, snapshot };
+  }
+
+  /** The agent's action log, oldest first (with `newest: n`, the last n); NotFoundError for an unknown agent. */
+  async actions(agentId: string, options: HistoryOptions = {}): Promise<ActionRecord[]> {
+    const actions = await this.store.listActions(agentId, options);
+    if (actions.length === 0) await this.agentOrThrow(agentId);
+    return actions;
   }
 
   /**
@@ -297,6 +326,7 @@ export class Runtime implements HostOwner {
           state: checkpoint.state,
           status: checkpoint.status,
           action: checkpoint.action,
+          actor: checkpoint.actor,
           at: checkpoint.transitionAt,
         }),
       );
@@ -367,15 +397,6 @@ export class Runtime implements HostOwner {
   private async pullInbox(agentId: string, seq: number, owner: string | null): Promise<void> {
     try {
       const host = this.live.get(agentId);
-      if (seq === 0) {
-        if (!host && !this.listeners.get(agentId)?.size) return;
-        // Its status changed (stopped from any process, or an error where it ran): a copy running
-        // here must end, and watchers here see the new status.
-        const agent = await this.store.getAgent(agentId);
-        if (host && agent?.status !== 'active') this.unload(host);
-        if (!this.live.has(agentId)) this.notify(agentId);
-        return;
-      }
       if (!host) {
         if (owner === this.store.leases?.processId) await this.wake(agentId);
         return;
@@ -383,6 +404,19 @@ export class Runtime implements HostOwner {
       if (!host.knows(seq)) host.offer(await this.store.eventsAfter(agentId, host.inboxPosition));
     } catch (err) {
       this.log.warn({ agentId, err }, 'could not read new inbox events; the next lease tick retries');
+    }
+  }
+
+  /** Its status changed (stopped from any process, or an error where it ran): a copy running here must end, and watchers here see it. */
+  private async statusChanged(agentId: string): Promise<void> {
+    const host = this.live.get(agentId);
+    if (!host && !this.listeners.get(agentId)?.size) return;
+    try {
+      const agent = await this.store.getAgent(agentId);
+      if (host && agent?.status !== 'active') this.unload(host);
+      if (!this.live.has(agentId)) this.notify(agentId);
+    } catch (err) {
+      this.log.warn({ agentId, err }, 'could not read the status of an agent changed elsewhere');
     }
   }
 
@@ -529,7 +563,7 @@ export class Runtime implements HostOwner {
   }
 
   /** The registered machine of that name; NotFoundError (`machine`) if there is none. */
-  machineNamed(name: string): RegisteredMachine {
+  machine(name: string): RegisteredMachine {
     const machine = this.machines.get(name);
     if (!machine) throw new NotFoundError('machine', name);
     return machine;
@@ -580,8 +614,9 @@ function parseSnapshot(checkpoint: RestorableCheckpoint, machine: RegisteredMach
     snapshot = upgrade(snapshot);
     if (!isPersistedSnapshot(snapshot)) throw new Error(`the upgrade from version ${checkpoint.machineVersion} did not return a persisted snapshot`);
   }
-  // XState silently drops a child whose src it cannot resolve, leaving the agent stuck forever in
-  // the invoking state (XSTATE-NOTES Q2): refuse it here, loudly.
+  // XState's restore silently drops a child whose src is not in the machine's actors (no error, the
+  // snapshot stays active), leaving the agent stuck forever in the invoking state: refuse it here,
+  // loudly (test/runtime/corruption.test.ts).
   const parsed = snapshot;
   const children = parsed.children ?? {};
   const known = machine.durable.implementations.actors;
@@ -616,4 +651,14 @@ function contextOf(checkpoint: CheckpointRecord): unknown {
   } catch {
     return null;
   }
+}
+
+function parseJsonObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+  } catch {
+    // not JSON: reported by the caller
+  }
+  return undefined;
 }

@@ -1,4 +1,4 @@
-import type { AgentRecord, AgentStatus } from '../persistence/store.js';
+import type { AgentRecord, AgentStatus } from '../store/store.js';
 
 /** The agent view of the contract. */
 export interface AgentView {

@@ -1,7 +1,7 @@
-import { StepError } from '../errors.js';
+import { StepError } from '../core/errors.js';
 import { createSimulatedLlm } from '../llm/simulated-client.js';
-import type { AgentContext } from '../machines/agent-types.js';
-import { agentDefinition } from '../runtime/agent-definition.js';
+import type { AgentContext } from '../agents/reference/types.js';
+import { agentDefinition } from '../agents/reference/definition.js';
 import type { PathTestOptions } from './path-tests.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { Store, Write } from '../persistence/store.js';
+import type { Store, Write } from '../store/store.js';
 
 /** Thrown by every store call a crashed process still attempts. */
 export class ProcessCrashedError extends Error {

@@ -1,5 +1,5 @@
 import type { EventObject, StateValue } from 'xstate';
-import { shorten } from '../errors.js';
+import { shorten } from '../core/errors.js';
 
 /** Longest sample shown in a path's event label. */
 const LABEL_CHARS = 32;

@@ -1,6 +1,6 @@
 import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
 import { getAdjacencyMap, getShortestPaths } from 'xstate/graph';
-import { awaitsCommit, COMMITTED_EVENT } from '../runtime/commit-barrier.js';
+import { awaitsCommit, COMMITTED_EVENT } from '../durable/commit-barrier.js';
 import { jsonReplacer, parseSynthetic, type StateView } from './format.js';
 import { viewOf } from './replay.js';
 

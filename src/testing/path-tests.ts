@@ -1,6 +1,7 @@
 import type { AnyActorLogic, AnyEventObject, AnyStateMachine, AnyStateNode, EventObject } from 'xstate';
-import { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from '../runtime/commit-barrier.js';
-import { registerMachine, type MachineDefinition } from '../runtime/machine-definition.js';
+import { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from '../durable/commit-barrier.js';
+import type { MachineDefinition } from '../durable/definition.js';
+import { registerMachine } from '../runtime/registered-machine.js';
 import { checkCrashRun } from './crash-check.js';
 import { ambiguousTypes, defaultSerializeState, eventLabel, parseSynthetic, stateLabel, type StateView } from './format.js';
 import { generatePaths, type PathOrigin } from './generate-paths.js';

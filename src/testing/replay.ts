@@ -10,7 +10,7 @@ import {
   type StateValue,
 } from 'xstate';
 import { getStateNodes } from 'xstate/graph';
-import { guardName } from '../runtime/machine-definition.js';
+import { guardName } from '../durable/definition.js';
 import { toJsonValue, type StateView } from './format.js';
 import type { PathStep } from './run-path.js';
 

@@ -14,11 +14,11 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createOpenAiClient } from '../../src/llm/openai-client.js';
-import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
-import { agentDefinition } from '../../src/runtime/agent-definition.js';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { agentDefinition } from '../../src/agents/reference/definition.js';
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
 import type { AgentView } from '../../src/runtime/views.js';
-import { createServer } from '../../src/server.js';
+import { createServer } from '../../src/http/app.js';
 import { tempDir } from '../helpers/temp.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runPathsCommand } from '../../src/commands/paths.js';
+import { runPathsCommand } from '../../src/service/commands/paths.js';
 import { agentPathTestOptions, pathTests } from '../../src/testing/index.js';
 
 async function run(...argv: string[]) {

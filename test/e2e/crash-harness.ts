@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
 import { expect } from 'vitest';
-import { nextRandom } from '../../src/resilience/random.js';
+import { nextRandom } from '../../src/core/random.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { startWebhookSink, type WebhookSink } from '../support/webhook-sink.js';
 import type { WorkerCommand, WorkerMessage } from './crash-worker.js';

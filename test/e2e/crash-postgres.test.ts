@@ -10,7 +10,7 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPostgresStore } from '../../src/persistence/postgres/postgres-store.js';
+import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { freshSchema, postgresUrl } from '../helpers/postgres.js';
 import {
   CommandPlan,

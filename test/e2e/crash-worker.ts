@@ -16,13 +16,13 @@
  */
 import readline from 'node:readline';
 import { parseArgs } from 'node:util';
-import { NotFoundError } from '../../src/errors.js';
+import { NotFoundError } from '../../src/core/errors.js';
 import { createOpenAiClient } from '../../src/llm/openai-client.js';
-import { createLogger } from '../../src/observability/logger.js';
-import { openPostgresStore } from '../../src/persistence/postgres/postgres-store.js';
-import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
-import type { Store } from '../../src/persistence/store.js';
-import { agentDefinition } from '../../src/runtime/agent-definition.js';
+import { createLogger } from '../../src/core/logger.js';
+import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { Store } from '../../src/store/store.js';
+import { agentDefinition } from '../../src/agents/reference/definition.js';
 import { createRuntime } from '../../src/runtime/runtime.js';
 
 export type WorkerCommand =

@@ -161,7 +161,7 @@ describe('durable-agents serve (a real process)', () => {
 describe('durable-agents serve (refusals)', () => {
   /** Runs the CLI to its end and returns its exit code and output. */
   async function runCli(args: string[], env: NodeJS.ProcessEnv = {}) {
-    const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', 'src/cli.ts', ...args], {
+    const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', 'src/service/cli.ts', ...args], {
       cwd: ROOT,
       env: { ...process.env, LOG_LEVEL: 'info', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

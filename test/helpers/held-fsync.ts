@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { migrate } from '../../src/persistence/sqlite/migrations.js';
-import { SqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
-import { WalFlusher } from '../../src/persistence/sqlite/wal-flusher.js';
+import { migrate } from '../../src/store/sqlite/migrations.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { WalFlusher } from '../../src/store/sqlite/wal-flusher.js';
 import { tempDbFile } from './temp.js';
 
 /** An fsync that waits until the test releases it (or fails it): a power loss cannot be staged here. */

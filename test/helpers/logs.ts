@@ -1,7 +1,7 @@
 // A pino logger whose JSON lines are parsed into an array, for tests that check what was logged.
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import type { Logger } from '../../src/observability/logger.js';
+import type { Logger } from '../../src/core/logger.js';
 
 /** A logger at `debug` (every line a test may look for) and every line it wrote, parsed. */
 export function captureLogs(): { logger: Logger; logs: Record<string, unknown>[] } {

@@ -1,10 +1,10 @@
 import { afterEach, vi } from 'vitest';
 import type { LlmClient, LlmRequest } from '../../src/llm/client.js';
 import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
-import type { AgentDefaults } from '../../src/machines/agent-types.js';
-import { openSqliteStore, type SqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
-import { agentDefinition } from '../../src/runtime/agent-definition.js';
-import type { MachineDefinition } from '../../src/runtime/machine-definition.js';
+import type { AgentDefaults } from '../../src/agents/reference/types.js';
+import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { agentDefinition } from '../../src/agents/reference/definition.js';
+import type { MachineDefinition } from '../../src/durable/definition.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../../src/runtime/runtime.js';
 import type { AgentView } from '../../src/runtime/views.js';
 import { tempDbFile } from './temp.js';

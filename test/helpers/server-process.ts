@@ -43,7 +43,7 @@ export async function killAllServers(): Promise<void> {
 export async function startServer(options: { store: string[]; llmUrl: string; extra?: string[] }): Promise<ServerProcess> {
   const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info' };
   for (const name of CONTRACT_ENV) delete env[name];
-  const args = ['--conditions=development', '--import', 'tsx', 'src/cli.ts', 'serve', '--port', '0', ...options.store];
+  const args = ['--conditions=development', '--import', 'tsx', 'src/service/cli.ts', 'serve', '--port', '0', ...options.store];
   args.push('--llm-base-url', options.llmUrl, '--llm-api-key', 'test', '--token', TOKEN, '--retry-base-ms', '20', ...(options.extra ?? []));
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];

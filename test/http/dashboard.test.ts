@@ -2,10 +2,10 @@
 // script, the login cookie and how they sit beside the JSON API.
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventFields } from '../../src/http/dashboard/index.js';
-import { stateText } from '../../src/observability/action-outcome.js';
+import { stateText } from '../../src/core/state-value.js';
 import { activeStatePaths, layoutStatechart, transitionLabel } from '../../src/http/dashboard/statechart.js';
-import { agentEventSchemas } from '../../src/machines/agent-schemas.js';
-import { agentMachine } from '../../src/machines/agent.js';
+import { agentEventSchemas } from '../../src/agents/reference/schemas.js';
+import { agentMachine } from '../../src/agents/reference/machine.js';
 import { isIdleWith, JSON_HEADERS, readJson, spawn, testApp, waitForView, type TestApp } from './harness.js';
 
 const TOKEN = 'dash-token';

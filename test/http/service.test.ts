@@ -1,6 +1,6 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { agentMachine } from '../../src/machines/agent.js';
+import { agentMachine } from '../../src/agents/reference/machine.js';
 import { getJson, isIdleWith, postJson, readJson, spawn, testApp, waitForView, type TestApp } from './harness.js';
 
 let t: TestApp;

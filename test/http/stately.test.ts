@@ -6,8 +6,8 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { describe, expect, it } from 'vitest';
 import { assign, createMachine, fromPromise, setup, type AnyStateMachine, type StateNode } from 'xstate';
 import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
-import { agentDefinition } from '../../src/runtime/agent-definition.js';
-import { createServer } from '../../src/server.js';
+import { agentDefinition } from '../../src/agents/reference/definition.js';
+import { createServer } from '../../src/http/app.js';
 import { runtimesClosedAfterEach } from '../helpers/runtime.js';
 
 /** A user's machine with the things that must not leak or break: a secret, a state named like one, inline logic. */

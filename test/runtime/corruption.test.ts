@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { assign, setup } from 'xstate';
-import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
-import type { MachineDefinition } from '../../src/runtime/machine-definition.js';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { MachineDefinition } from '../../src/durable/definition.js';
 import { isIdleWithProgress, startRuntime, waitForView, runtimesClosedAfterEach } from '../helpers/runtime.js';
-import { agentDefinition } from '../../src/runtime/agent-definition.js';
+import { agentDefinition } from '../../src/agents/reference/definition.js';
 import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
 
 /** A counter whose `boom` event throws inside an action, and whose `bigint` event stores what JSON cannot. */

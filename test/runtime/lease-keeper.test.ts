@@ -2,7 +2,7 @@
 // network): a renewal that never settles must not leave this process running its agents past its
 // lease. A real Postgres cannot be made to hang like that here, so the Leases are a stand-in.
 import { describe, expect, it, vi } from 'vitest';
-import type { Leases } from '../../src/persistence/store.js';
+import type { Leases } from '../../src/store/store.js';
 import { LeaseKeeper } from '../../src/runtime/lease-keeper.js';
 import { captureLogs } from '../helpers/logs.js';
 
@@ -21,13 +21,12 @@ describe('LeaseKeeper', () => {
       claimOrphans: () => Promise.resolve([]),
       claim: () => Promise.resolve(undefined),
       pendingInboxes: () => Promise.resolve([]),
-      onInboxEvent: () => {},
-      onCheckpoint: () => {},
+      onChange: () => {},
       resign: () => Promise.resolve(),
     };
     const leaseLost = vi.fn();
     const { logger } = captureLogs();
-    const keeper = new LeaseKeeper(leases, { adopt: async () => {}, inboxEvent: () => {}, leaseLost, log: logger }, { skipResting: false });
+    const keeper = new LeaseKeeper(leases, { adopt: async () => {}, inboxEvent: () => {}, statusChanged: () => {}, checkpointCommitted: () => {}, leaseLost, log: logger }, { skipResting: false });
     await keeper.start();
     try {
       hang = true;

@@ -1,8 +1,8 @@
 // The runtime on a shared (Postgres) store: what it does when its lease runs out, and when another
 // process has taken one of its agents while it still held it in memory.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { openPostgresStore, type PostgresStore } from '../../src/persistence/postgres/postgres-store.js';
-import { agentDefinition } from '../../src/runtime/agent-definition.js';
+import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { agentDefinition } from '../../src/agents/reference/definition.js';
 import type { OwnershipChange } from '../../src/runtime/observer.js';
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
 import { captureLogs } from '../helpers/logs.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
-import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
-import { agentDefinition } from '../../src/runtime/agent-definition.js';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { agentDefinition } from '../../src/agents/reference/definition.js';
 import { createRuntime } from '../../src/runtime/runtime.js';
 import { isIdleWithProgress, waitForView } from '../helpers/runtime.js';
 import { tempDbFile } from '../helpers/temp.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
-import { StepError } from '../../src/errors.js';
-import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
-import { agentDefinition } from '../../src/runtime/agent-definition.js';
+import { StepError } from '../../src/core/errors.js';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { agentDefinition } from '../../src/agents/reference/definition.js';
 import { createRuntime } from '../../src/runtime/runtime.js';
 import { crashableStore } from '../../src/testing/index.js';
 import { tempDbFile } from '../helpers/temp.js';

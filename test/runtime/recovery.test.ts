@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { StepError } from '../../src/errors.js';
-import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
+import { StepError } from '../../src/core/errors.js';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { hangUntilAborted, isIdleWithProgress, recordingLlm, runtimesClosedAfterEach, waitForView } from '../helpers/runtime.js';
 
 describe('restart and recovery', () => {

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqliteStore } from '../../src/persistence/sqlite/sqlite-store.js';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { startWebhookSink, type WebhookSink } from '../support/webhook-sink.js';
 import { isIdleWithProgress, recordingLlm, startRuntime, waitForView, type TestRuntime } from '../helpers/runtime.js';
 import { tempDbFile } from '../helpers/temp.js';

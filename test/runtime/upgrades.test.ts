@@ -2,7 +2,7 @@
 // a checkpoint no upgrade covers, or an upgrade that fails, quarantines only its agent.
 import { describe, expect, it } from 'vitest';
 import { assign, setup } from 'xstate';
-import type { MachineDefinition } from '../../src/runtime/machine-definition.js';
+import type { MachineDefinition } from '../../src/durable/definition.js';
 import { runtimesClosedAfterEach, waitForView } from '../helpers/runtime.js';
 
 const counter = setup({ types: { context: {} as { count: number }, events: {} as { type: 'inc' } } }).createMachine({

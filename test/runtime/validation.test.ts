@@ -1,10 +1,10 @@
 import { createMachine } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { InvalidEventError, InvalidInputError } from '../../src/errors.js';
+import { InvalidEventError, InvalidInputError } from '../../src/core/errors.js';
 import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
-import { agentDefinition } from '../../src/runtime/agent-definition.js';
-import type { MachineDefinition } from '../../src/runtime/machine-definition.js';
+import { agentDefinition } from '../../src/agents/reference/definition.js';
+import type { MachineDefinition } from '../../src/durable/definition.js';
 import { runtimesClosedAfterEach } from '../helpers/runtime.js';
 
 const bulk: MachineDefinition = {

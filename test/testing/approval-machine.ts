@@ -4,7 +4,7 @@
 // failed notification.
 import { assign, fromPromise, setup } from 'xstate';
 import { z } from 'zod';
-import type { MachineDefinition } from '../../src/runtime/machine-definition.js';
+import type { MachineDefinition } from '../../src/durable/definition.js';
 
 export interface ApprovalRequest {
   title: string;

@@ -1,10 +1,12 @@
 import type { FC } from 'hono/jsx';
-import type { ActionRecord, AgentRecord, CheckpointSummary } from '../../persistence/store.js';
+import type { ActionRecord, AgentRecord, CheckpointSummary } from '../../store/store.js';
 import type { AgentView } from '../../runtime/views.js';
-import { shorten } from '../../errors.js';
+import { shorten } from '../../core/errors.js';
 import { age, asText, clock, pick, pretty } from './format.js';
 import { Layout, StateName, StatusBadge } from './layout.js';
-import { EFFECT_ACTION, LLM_ACTION, readAction, stateText } from '../../observability/action-outcome.js';
+import { stateText } from '../../core/state-value.js';
+import type { ActorKind } from '../../durable/definition.js';
+import { readAction } from '../../observability/action-outcome.js';
 import { transitionLabel, type ChartDiagram } from './statechart.js';
 import { Statechart } from './statechart-svg.js';
 
@@ -25,6 +27,8 @@ export interface AgentPageProps {
   accepted: string[];
   checkpoints: CheckpointSummary[];
   actions: ActionRecord[];
+  /** What the machine declares an action's actor to be (by src). */
+  kindOf: (src: string) => ActorKind;
   auth: boolean;
   now: number;
 }
@@ -56,13 +60,13 @@ const ErrorText: FC<{ error: unknown }> = ({ error }) => {
 };
 
 /** One action-log row: LLM calls show prompt and answer, effects their key and result, others their JSON. */
-const ActionRow: FC<{ action: ActionRecord }> = ({ action }) => {
+const ActionRow: FC<{ action: ActionRecord; kind: ActorKind }> = ({ action, kind }) => {
   const { outcome, ms, attempt, input, output } = readAction(action);
   const ok = outcome === 'ok';
   const error = pick(action.result, 'error');
   let what;
   let result;
-  if (action.action === LLM_ACTION) {
+  if (kind === 'llm') {
     const system = asText(pick(input, 'system'));
     const task = asText(pick(input, 'task'));
     what = (
@@ -73,7 +77,7 @@ const ActionRow: FC<{ action: ActionRecord }> = ({ action }) => {
       </>
     );
     result = ok ? <Text value={asText(output)} /> : <ErrorText error={error} />;
-  } else if (action.action === EFFECT_ACTION) {
+  } else if (kind === 'effect') {
     const key = asText(pick(output, 'idempotencyKey'));
     const webhook = asText(pick(input, 'webhook'));
     what = (
@@ -293,7 +297,7 @@ export const AgentPage: FC<AgentPageProps> = (props) => {
           </thead>
           <tbody id="actions" data-live="actions">
             {shownActions.length ? (
-              shownActions.map((a) => <ActionRow action={a} />)
+              shownActions.map((a) => <ActionRow action={a} kind={props.kindOf(a.action)} />)
             ) : (
               <tr>
                 <td colspan={7} class="muted">

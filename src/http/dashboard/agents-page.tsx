@@ -1,5 +1,5 @@
 import type { FC } from 'hono/jsx';
-import { AGENT_STATUSES, type AgentRecord, type AgentStatus } from '../../persistence/store.js';
+import { AGENT_STATUSES, type AgentRecord, type AgentStatus } from '../../store/store.js';
 import { age, clock } from './format.js';
 import { Layout, StateName, StatusBadge } from './layout.js';
 

@@ -11,10 +11,10 @@ import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, setCookie } from 'hono/cookie';
 import type { AnyStateMachine } from 'xstate';
 import { z } from 'zod';
-import { InvalidInputError, NotFoundError } from '../../errors.js';
-import type { Logger } from '../../observability/logger.js';
-import { AGENT_STATUSES, type AgentRecord, type AgentStatus } from '../../persistence/store.js';
-import type { RegisteredMachine } from '../../runtime/machine-definition.js';
+import { InvalidInputError, NotFoundError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
+import { AGENT_STATUSES, type AgentRecord, type AgentStatus } from '../../store/store.js';
+import { actorOf, type RegisteredMachine } from '../../runtime/registered-machine.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import { tokenChecker, type BearerAuthOptions } from '../auth.js';
 import type { AppEnv } from '../env.js';
@@ -23,7 +23,7 @@ import { AgentsPage, type AgentFilters } from './agents-page.js';
 import { CLIENT_SCRIPT } from './client.js';
 import { CLIENT_SCRIPT_PATH, Layout, LOGIN_PATH, LOGOUT_PATH } from './layout.js';
 import { LoginPage } from './login-page.js';
-import { stateText } from '../../observability/action-outcome.js';
+import { stateText } from '../../core/state-value.js';
 import { layoutStatechart, type ChartDiagram } from './statechart.js';
 
 export const SESSION_COOKIE = 'durable_agents_token';
@@ -100,8 +100,8 @@ export function createDashboard({ runtime, token }: DashboardOptions) {
     const [view, checkpoints, actions] = await Promise.all([
       runtime.viewOf(record),
       // Only what the page shows: a long-lived agent's whole history would be read at every update.
-      runtime.store.listCheckpoints(id, { newest: MAX_CHECKPOINTS_SHOWN }),
-      runtime.store.listActions(id, { newest: MAX_ACTIONS_SHOWN }),
+      runtime.checkpoints(id, { newest: MAX_CHECKPOINTS_SHOWN }),
+      runtime.actions(id, { newest: MAX_ACTIONS_SHOWN }),
     ]);
     const accepted = runtime.acceptedEvents(view);
     const machine = runtime.machines.get(view.machine);
@@ -116,6 +116,7 @@ export function createDashboard({ runtime, token }: DashboardOptions) {
         accepted={accepted}
         checkpoints={checkpoints}
         actions={actions}
+        kindOf={(src) => (machine ? actorOf(machine, src).kind : 'call')}
         auth={auth}
         now={Date.now()}
       />,

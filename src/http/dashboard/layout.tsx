@@ -1,6 +1,6 @@
 import type { Child, FC } from 'hono/jsx';
 import { raw } from 'hono/html';
-import { stateText } from '../../observability/action-outcome.js';
+import { stateText } from '../../core/state-value.js';
 import { STATECHART_CSS } from './statechart-svg.js';
 
 export const CLIENT_SCRIPT_PATH = '/ui/app.js';

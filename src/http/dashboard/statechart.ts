@@ -6,8 +6,8 @@
  */
 import type { ElkExtendedEdge, ElkNode } from 'elkjs/lib/elk-api.js';
 import type { AnyStateMachine, StateNode } from 'xstate';
-import { COMMITTED_EVENT } from '../../runtime/commit-barrier.js';
-import { guardName } from '../../runtime/machine-definition.js';
+import { COMMITTED_EVENT } from '../../durable/commit-barrier.js';
+import { guardName } from '../../durable/definition.js';
 
 export interface ChartState {
   /** Dotted path from the root, e.g. `callingLLM.requesting`: what `data-state` carries. */

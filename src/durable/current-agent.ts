@@ -1,0 +1,37 @@
+/**
+ * How an invoked actor reaches the agent it runs for. The runtime registers each agent's actor
+ * system here when it creates the actor; a chart's actors read it back from the `system` their
+ * creator receives. This file holds the registry so that charts import it without the runtime.
+ */
+
+/** What an invoked actor may ask of the agent it runs for (see `currentAgent`). */
+export interface DurableAgentHandle {
+  readonly agentId: string;
+  /** The recorded result of an effect already done under this idempotency key. */
+  findEffect(idempotencyKey: string): Promise<{ result: unknown } | undefined>;
+  /** Records an effect as done; committed before the checkpoint of the transition it causes. */
+  recordEffect(idempotencyKey: string, seq: number, result: unknown): void;
+}
+
+// Keyed by the actor system (one per root actor): children share their root's system.
+const agents = new WeakMap<object, DurableAgentHandle>();
+
+/**
+ * The agent an invoked actor runs for, from the `system` its creator receives:
+ * `fromPromise(async ({ input, system }) => { const { agentId } = currentAgent(system); ... })`.
+ */
+export function currentAgent(system: unknown): DurableAgentHandle {
+  const agent = typeof system === 'object' && system !== null ? agents.get(system) : undefined;
+  if (!agent) throw new Error('currentAgent() works only inside actors run by the durable-agents runtime.');
+  return agent;
+}
+
+/** For the runtime: the agent of an actor system, if the runtime registered one. */
+export function agentOfSystem<T extends DurableAgentHandle>(system: object): T | undefined {
+  return agents.get(system) as T | undefined;
+}
+
+/** For the runtime: registers the agent an actor system runs for. */
+export function registerAgentSystem(system: object, agent: DurableAgentHandle): void {
+  agents.set(system, agent);
+}

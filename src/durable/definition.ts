@@ -1,0 +1,62 @@
+import type { AnyStateMachine } from 'xstate';
+import type { z } from 'zod';
+
+/** A statechart the runtime can run, as registered by the user. */
+export interface MachineDefinition {
+  /** The registry name (`POST /agents {"machine": name}`). */
+  name: string;
+  machine: AnyStateMachine;
+  /** Stored beside every snapshot; defaults to `machine.version`, else "1". */
+  version?: string;
+  /**
+   * Earlier versions whose checkpoints this version restores, each with the function that turns one
+   * of their persisted snapshots (parsed JSON) into one of this version. A checkpoint of any other
+   * version quarantines its agent.
+   */
+  upgrades?: Readonly<Record<string, SnapshotUpgrade>>;
+  /** Validates spawn input. */
+  input?: z.ZodType;
+  /** Validates event payloads by type; types without a schema are accepted with any payload. */
+  events?: Record<string, z.ZodType>;
+  /**
+   * What the machine's invoked actors are, by actor src (the name in `setup({ actors })`). Metrics,
+   * traces and the dashboard read this, never actor names: an `llm` actor gets the LLM metrics and
+   * spans whatever it is called. An actor not listed is a plain `call`: logged, counted as an action.
+   */
+  actors?: Readonly<Record<string, ActorDeclaration>>;
+}
+
+/**
+ * - `llm`: a call to a language model; its input is the request, its output the answer.
+ * - `effect`: a side effect on the world, done once per idempotency key. `idempotencyKey` says how to
+ *   read the key from a call (for spans and the dashboard when the call failed and has no output).
+ * - `wait`: a timer; its calls are not written to the action log.
+ * - `call`: anything else (the default).
+ */
+export type ActorDeclaration =
+  | { kind: 'llm' }
+  | { kind: 'effect'; idempotencyKey?: (call: { agentId: string; input: unknown }) => string | undefined }
+  | { kind: 'wait' }
+  | { kind: 'call' };
+
+export type ActorKind = ActorDeclaration['kind'];
+
+export type SnapshotUpgrade = (snapshot: PersistedSnapshotJson) => PersistedSnapshotJson;
+
+/** An XState persisted snapshot as parsed from a checkpoint. */
+export interface PersistedSnapshotJson {
+  value: unknown;
+  status: string;
+  context?: unknown;
+  children?: Record<string, { src?: unknown; snapshot?: unknown } | undefined>;
+  [key: string]: unknown;
+}
+
+/** A transition guard's name as the chart reads it: the registered name, an inline function's name, else `guard`. */
+export function guardName(guard: unknown): string | undefined {
+  if (guard === undefined || guard === null) return undefined;
+  if (typeof guard === 'string') return guard;
+  if (typeof guard === 'function') return guard.name || 'guard';
+  if (typeof guard === 'object' && typeof (guard as { type?: unknown }).type === 'string') return (guard as { type: string }).type;
+  return 'guard';
+}

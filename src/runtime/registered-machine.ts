@@ -1,0 +1,57 @@
+import type { AnyStateMachine, StateNode } from 'xstate';
+import type { z } from 'zod';
+import type { ActorDeclaration, MachineDefinition, SnapshotUpgrade } from '../durable/definition.js';
+import { makeDurable } from './durable-machine.js';
+
+/** A machine definition as the runtime keeps it: defaults applied, what is asked often computed once. */
+export interface RegisteredMachine {
+  name: string;
+  version: string;
+  /** How to read a checkpoint of an earlier version (see `MachineDefinition.upgrades`). */
+  upgrades: Readonly<Record<string, SnapshotUpgrade>>;
+  /** The user's machine (for definitions, diagrams, path tests). */
+  machine: AnyStateMachine;
+  /** The same machine wrapped for durability: what the runtime runs. */
+  durable: AnyStateMachine;
+  /** Event types a user may send: every type some state handles, minus XState's and the runtime's own. */
+  eventTypes: readonly string[];
+  /** Top-level state names. */
+  states: readonly string[];
+  input: z.ZodType | undefined;
+  events: Record<string, z.ZodType>;
+  /** What each invoked actor is, by src; an actor not declared is a `call`. */
+  actors: ReadonlyMap<string, ActorDeclaration>;
+}
+
+const PLAIN_CALL: ActorDeclaration = { kind: 'call' };
+
+export function registerMachine(def: MachineDefinition): RegisteredMachine {
+  const version = def.version ?? def.machine.version ?? '1';
+  return {
+    name: def.name,
+    version,
+    upgrades: def.upgrades ?? {},
+    machine: def.machine,
+    durable: makeDurable(def.machine),
+    eventTypes: userEventTypes(def.machine),
+    states: Object.keys(def.machine.root.states),
+    input: def.input,
+    events: def.events ?? {},
+    actors: new Map(Object.entries(def.actors ?? {})),
+  };
+}
+
+/** The declaration of the actor `src` of this machine (`call` when it declares none). */
+export function actorOf(machine: Pick<RegisteredMachine, 'actors'>, src: string): ActorDeclaration {
+  return machine.actors.get(src) ?? PLAIN_CALL;
+}
+
+function userEventTypes(machine: AnyStateMachine): string[] {
+  const types = new Set<string>();
+  const visit = (node: StateNode<any, any>) => {
+    for (const type of node.transitions.keys()) types.add(type);
+    for (const child of Object.values(node.states)) visit(child);
+  };
+  visit(machine.root);
+  return [...types].filter((t) => !t.startsWith('xstate.') && !t.startsWith('runtime.') && t !== '*').sort();
+}

@@ -1,0 +1,105 @@
+/**
+ * Who runs which agent when many processes share one database (see `Leases`). A process's lease is
+ * a `processes` row; it owns the agents whose `owner` is its id. Lease times are the database's
+ * clock (`now()`), so the processes' clocks never have to agree.
+ */
+import type pg from 'pg';
+import type { AgentChange, Leases, RestorableAgent } from '../store.js';
+import type { InboxListener } from './inbox-listener.js';
+import { RESTORABLE, toRestorable, type RestorableRow } from '../rows.js';
+
+/**
+ * An agent no live process holds: no owner, or an owner without a lease or whose lease ran out.
+ * A subquery on the owner, not a join: when the row changes while a statement waits to lock it,
+ * Postgres re-checks the condition on the new row, and re-runs a subquery with the new owner but
+ * keeps a joined row as it was (two processes would both claim an agent the first just took).
+ */
+const NOT_HELD = `(a.owner is null or not exists (select 1 from processes p where p.id = a.owner and p.lease_until >= now()))`;
+
+/** Ends a process's lease and frees its agents, in one statement. */
+const RESIGN = `
+  with ended as (delete from processes where id = $1)
+  update agents set owner = null where owner = $1`;
+
+export class PostgresLeases implements Leases {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly listener: InboxListener,
+    readonly processId: string,
+    readonly leaseMs: number,
+  ) {}
+
+  async renew(): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `insert into processes (id, lease_until) values ($1, now() + $2::double precision * interval '1 millisecond')
+       on conflict (id) do update set lease_until = excluded.lease_until where processes.lease_until >= now()
+       returning id`,
+      [this.processId, this.leaseMs],
+    );
+    if (rowCount === 1) return true;
+    // It ran out: others may be claiming its agents already. Let go of the rest too, and start afresh
+    // at the next renew (the row is gone, so that one inserts a new lease).
+    await this.pool.query(RESIGN, [this.processId]);
+    return false;
+  }
+
+  async claimOrphans(options: { limit: number; skipResting?: boolean }): Promise<RestorableAgent[]> {
+    const { rows } = await this.pool.query<{ id: string }>(
+      `with orphans as (
+         select a.id from agents a
+         where a.status = 'active' and ${NOT_HELD} ${options.skipResting ? 'and (not a.resting or a.event_seq > a.inbox_position)' : ''}
+         order by a.pos
+         limit $2
+         for update of a skip locked
+       )
+       update agents a set owner = $1 from orphans where a.id = orphans.id
+       returning a.id`,
+      [this.processId, options.limit],
+    );
+    return this.restorable(rows.map((r) => r.id));
+  }
+
+  async claim(agentId: string): Promise<RestorableAgent | 'elsewhere' | undefined> {
+    const { rowCount } = await this.pool.query(
+      `update agents a set owner = $2
+       where a.id = $1 and a.status = 'active' and (a.owner = $2 or ${NOT_HELD})`,
+      [agentId, this.processId],
+    );
+    if (rowCount === 0) {
+      const { rowCount: active } = await this.pool.query(`select 1 from agents where id = $1 and status = 'active'`, [agentId]);
+      return active === 0 ? undefined : 'elsewhere';
+    }
+    const [agent] = await this.restorable([agentId]);
+    return agent;
+  }
+
+  async pendingInboxes(): Promise<{ agentId: string; eventSeq: number }[]> {
+    const { rows } = await this.pool.query<{ id: string; event_seq: number }>(
+      `select id, event_seq from agents where owner = $1 and status = 'active' and event_seq > inbox_position order by pos`,
+      [this.processId],
+    );
+    return rows.map((r) => ({ agentId: r.id, eventSeq: r.event_seq }));
+  }
+
+  onChange(listener: (change: AgentChange) => void): void {
+    this.listener.add(listener);
+  }
+
+  async resign(): Promise<void> {
+    await this.pool.query(RESIGN, [this.processId]);
+  }
+
+  /**
+   * Read in a statement after the claim, not within it: a statement reads the database as it was
+   * when it began, and the previous owner may have committed a checkpoint between that moment and
+   * the claim's row lock. Once claimed, no other process can write one.
+   */
+  private async restorable(ids: string[]): Promise<RestorableAgent[]> {
+    if (ids.length === 0) return [];
+    const { rows } = await this.pool.query<RestorableRow>(
+      `${RESTORABLE} where a.id = any($1::text[]) and a.status = 'active' order by a.pos`,
+      [ids],
+    );
+    return rows.map(toRestorable);
+  }
+}

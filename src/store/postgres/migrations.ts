@@ -1,0 +1,124 @@
+import pg from 'pg';
+import { SchemaTooNewError } from '../../core/errors.js';
+import type { Migration } from '../migration.js';
+
+/**
+ * Append only: never edit an entry that has shipped; add a new one. The same tables as the SQLite
+ * store, plus who runs which agent (`agents.owner`, `processes`). JSON and timestamps are `text`
+ * exactly as the callers give them (snapshots must come back byte for byte); `progress` is a double
+ * because a machine's context may hold any number there.
+ */
+export const migrations: readonly Migration[] = [
+  {
+    id: 1,
+    name: 'init',
+    sql: `
+      create table agents (
+        pos bigserial primary key,                -- creation order; the list cursor
+        id text not null unique,
+        machine text not null,
+        machine_version text not null,
+        status text not null,
+        state text,                               -- JSON state value of the last checkpoint
+        progress double precision not null default 0,
+        last_seq bigint not null default 0,       -- last committed checkpoint
+        inbox_position bigint not null default 0,
+        event_seq bigint not null default 0,      -- last accepted inbox event
+        error text,                               -- JSON SerializedError
+        resting boolean not null default false,
+        owner text,                               -- the process that runs it (processes.id)
+        created_at text not null,
+        updated_at text not null
+      );
+      create index agents_status on agents (status, pos);
+      create index agents_machine on agents (machine, pos);
+      create index agents_working on agents (status, resting);
+      create index agents_owner on agents (owner);
+
+      -- Written once at spawn and read rarely (fork): kept off the row every transition rewrites.
+      create table agent_inputs (agent_id text primary key, input text not null);
+
+      create table checkpoints (
+        agent_id text not null,
+        seq bigint not null,
+        machine_version text not null,
+        event_type text not null,
+        state text not null,
+        status text not null,
+        progress double precision not null,
+        snapshot text not null,
+        created_at text not null,
+        primary key (agent_id, seq)
+      );
+
+      create table events (
+        agent_id text not null,
+        seq bigint not null,
+        type text not null,
+        body text not null,
+        idempotency_key text,
+        created_at text not null,
+        primary key (agent_id, seq)
+      );
+      create unique index events_idempotency on events (agent_id, idempotency_key) where idempotency_key is not null;
+
+      -- seq is the checkpoint that recorded the action: one finished actor per transition at most
+      create table actions (
+        agent_id text not null,
+        seq bigint not null,
+        action text not null,
+        payload text,
+        result text,
+        created_at text not null,
+        primary key (agent_id, seq)
+      );
+
+      create table effects (
+        idempotency_key text primary key,
+        agent_id text not null,
+        seq bigint not null,
+        result text,
+        created_at text not null
+      );
+
+      -- One row per live server process; its lease runs until lease_until (the database's clock).
+      create table processes (
+        id text primary key,
+        lease_until timestamptz not null
+      );
+    `,
+  },
+];
+
+/**
+ * Brings `schema` up to date, one transaction per migration. Several processes may start at once:
+ * each transaction first takes a lock named after the schema, so they apply every migration once,
+ * in turn, and each sees what the others did. Creates the schema when `create` is set.
+ */
+export async function migrate(client: pg.ClientBase, schema: string, options: { create: boolean }): Promise<void> {
+  const latest = migrations.at(-1)?.id ?? 0;
+  for (;;) {
+    await client.query('begin');
+    try {
+      await client.query('select pg_advisory_xact_lock(hashtextextended($1, 0))', [`durable-agents migrations ${schema}`]);
+      if (options.create) await client.query(`create schema if not exists ${pg.escapeIdentifier(schema)}`);
+      await client.query(
+        'create table if not exists schema_migrations (id integer primary key, name text not null, applied_at timestamptz not null)',
+      );
+      const { rows } = await client.query<{ id: number | null }>('select max(id) as id from schema_migrations');
+      const current = rows[0]?.id ?? 0;
+      if (current > latest) throw new SchemaTooNewError(current, latest);
+      const next = migrations.find((m) => m.id > current);
+      if (next) {
+        await client.query(next.sql);
+        await client.query('insert into schema_migrations (id, name, applied_at) values ($1, $2, now())', [next.id, next.name]);
+      }
+      await client.query('commit');
+      if (!next) return;
+    } catch (err) {
+      // A failed rollback means a lost connection, which ends the transaction anyway: report the cause.
+      await client.query('rollback').catch(() => undefined);
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,272 @@
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import pg from 'pg';
+import { AgentsError, InvalidInputError, StoreUnavailableError } from '../../core/errors.js';
+import type {
+  ActionRecord,
+  AgentQuery,
+  AgentRecord,
+  AgentStatus,
+  CheckpointSummary,
+  EffectRecord,
+  EventRecord,
+  HistoryOptions,
+  NewAgent,
+  Page,
+  RestorableAgent,
+  Store,
+  StoreStats,
+  Write,
+  WriteResult,
+} from '../store.js';
+import { applyWrites } from './apply-writes.js';
+import { checkSchemaName, clientConfig, redactUrl } from './connection.js';
+import { InboxListener, inboxChannel } from './inbox-listener.js';
+import { PostgresLeases } from './leases.js';
+import { migrate } from './migrations.js';
+import {
+  RESTORABLE,
+  decodeCursor,
+  encodeCursor,
+  parseOr,
+  toAgent,
+  toCheckpoint,
+  toRestorable,
+  toAction,
+  toCheckpointSummary,
+  toEffect,
+  toEvent,
+  type ActionRow,
+  type AgentRow,
+  type CheckpointRow,
+  type CheckpointSummaryRow,
+  type EffectRow,
+  type EventRow,
+  type RestorableRow,
+} from '../rows.js';
+import { WriteConnection } from './write-connection.js';
+import { CommitQueue } from './commit-queue.js';
+
+export interface PostgresStoreOptions {
+  /** The schema to work in, created when missing. Default: the connection's own (normally `public`). */
+  schema?: string;
+  /** How long a lease lasts unless renewed (default 10 s). */
+  leaseMs?: number;
+  /** This process's id in the lease table. Default: host, pid and a random suffix, unique per start. */
+  processId?: string;
+  /** Connections for reads and lease statements (default 5); commits and notifications have one each besides. */
+  poolSize?: number;
+}
+
+const DEFAULT_LEASE_MS = 10_000;
+const DEFAULT_POOL_SIZE = 5;
+
+/**
+ * Connects to Postgres, creates the schema when asked for one that is missing, brings its tables
+ * up to date and starts listening for inbox events. Many processes may share the database.
+ */
+export async function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+  if (options.schema !== undefined) checkSchemaName(options.schema);
+  // Notifications carry it space-separated (inbox-listener.ts): a space would make them unreadable.
+  if (options.processId !== undefined && !/^\S{1,200}$/.test(options.processId)) {
+    throw new InvalidInputError('processId must be 1–200 characters without spaces.');
+  }
+  const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+  if (!Number.isFinite(leaseMs) || leaseMs <= 0) throw new InvalidInputError(`leaseMs must be a positive number (got ${leaseMs}).`);
+  const config = clientConfig(url, options.schema);
+  const pool = new pg.Pool({ ...config, max: options.poolSize ?? DEFAULT_POOL_SIZE });
+  // An idle connection that breaks is reported here; the pool drops it and connects anew when needed.
+  pool.on('error', () => undefined);
+  const location = `${redactUrl(url)}${options.schema === undefined ? '' : `#${options.schema}`}`;
+  let listener: InboxListener | undefined;
+  try {
+    const schema = await prepareSchema(pool, options.schema);
+    listener = new InboxListener(config, inboxChannel(schema));
+    await listener.start();
+  } catch (err) {
+    await listener?.close();
+    await pool.end();
+    // Ours (a schema too new, a bad name) are sentences already; the driver's get the location said.
+    throw err instanceof AgentsError ? err : new StoreUnavailableError(location, err);
+  }
+  const processId = options.processId ?? `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  return new PostgresStore(pool, new WriteConnection(config), listener, location, processId, leaseMs);
+}
+
+/** Migrates the schema (creating it when one was named) and returns its name. */
+async function prepareSchema(pool: pg.Pool, schema: string | undefined): Promise<string> {
+  const client = await pool.connect();
+  try {
+    const name = schema ?? (await currentSchema(client));
+    await migrate(client, name, { create: schema !== undefined });
+    return name;
+  } finally {
+    client.release();
+  }
+}
+
+async function currentSchema(client: pg.ClientBase): Promise<string> {
+  const { rows: [row] } = await client.query<{ name: string | null }>('select current_schema() as name');
+  if (!row?.name) throw new InvalidInputError('The connection has no schema to work in: none on its search_path exists.');
+  return row.name;
+}
+
+export class PostgresStore implements Store {
+  readonly kind = 'postgres' as const;
+  readonly leases: PostgresLeases;
+  private closing: Promise<void> | undefined;
+  private readonly commits = new CommitQueue((writes) => {
+    const context = { processId: this.leases.processId, channel: this.listener.channel };
+    return this.writer.transaction((client) => applyWrites(client, writes, context));
+  });
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly writer: WriteConnection,
+    private readonly listener: InboxListener,
+    readonly location: string,
+    processId: string,
+    leaseMs: number,
+  ) {
+    this.leases = new PostgresLeases(pool, listener, processId, leaseMs);
+  }
+
+  /**
+   * One statement, so the agent, its input and a fork's first checkpoint land together. A concurrent
+   * spawn of the same id waits for this one to commit, then finds its row (`on conflict do nothing`).
+   */
+  async createAgent(agent: NewAgent): Promise<{ agent: AgentRecord; created: boolean }> {
+    const first = agent.snapshot;
+    const values: unknown[] = [
+      agent.id, agent.machine, agent.machineVersion, first?.status ?? 'active', first ? JSON.stringify(first.state) : null,
+      first?.progress ?? 0, first ? 1 : 0, this.leases.processId, agent.createdAt, JSON.stringify(agent.input ?? {}),
+    ];
+    if (first) values.push(first.machineVersion, first.eventType, first.snapshot);
+    const { rows: [created] } = await this.pool.query<AgentRow>(
+      `with created as (
+         insert into agents (id, machine, machine_version, status, state, progress, last_seq, owner, created_at, updated_at)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+         on conflict (id) do nothing
+         returning *
+       ),
+       spawn_input as (insert into agent_inputs (agent_id, input) select id, $10 from created)
+       ${
+         first
+           ? `, first_checkpoint as (
+                insert into checkpoints (agent_id, seq, machine_version, event_type, state, status, progress, snapshot, created_at)
+                select id, 1, $11, $12, $5, $4, $6, $13, $9 from created
+              )`
+           : ''
+       }
+       select * from created`,
+      values,
+    );
+    if (created) return { agent: toAgent(created), created: true };
+    // The row that was there (or committed first): a statement of its own sees it, and none deletes agents.
+    return { agent: (await this.getAgent(agent.id))!, created: false };
+  }
+
+  async getAgent(id: string): Promise<AgentRecord | undefined> {
+    const { rows: [row] } = await this.pool.query<AgentRow>('select * from agents where id = $1', [id]);
+    return row && toAgent(row);
+  }
+
+  async getInput(id: string): Promise<unknown> {
+    const { rows: [row] } = await this.pool.query<{ input: string }>('select input from agent_inputs where agent_id = $1', [id]);
+    return row && parseOr(row.input, {});
+  }
+
+  async listAgents(query: AgentQuery): Promise<Page<AgentRecord>> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (query.machine !== undefined) where.push(`a.machine = $${params.push(query.machine)}`);
+    if (query.status !== undefined) where.push(`a.status = $${params.push(query.status)}`);
+    const after = decodeCursor(query.cursor);
+    if (after !== undefined) where.push(`a.pos > $${params.push(after)}`);
+    const { rows } = await this.pool.query<AgentRow>(
+      `select a.* from agents a ${where.length ? `where ${where.join(' and ')}` : ''} order by a.pos limit $${params.push(query.limit + 1)}`,
+      params,
+    );
+    const page = rows.slice(0, query.limit);
+    const last = page.at(-1);
+    return { items: page.map(toAgent), nextCursor: rows.length > query.limit && last ? encodeCursor(last.pos) : null };
+  }
+
+  async eventsAfter(agentId: string, position: number): Promise<EventRecord[]> {
+    const { rows } = await this.pool.query<EventRow>(
+      'select agent_id, seq, body, idempotency_key, created_at from events where agent_id = $1 and seq > $2 order by seq',
+      [agentId, position],
+    );
+    return rows.map(toEvent);
+  }
+
+  async commit(writes: readonly Write[]): Promise<WriteResult[]> {
+    if (writes.length === 0) return [];
+    if (this.closing) throw new Error('The Postgres store is closed.');
+    return this.commits.commit(writes);
+  }
+
+  async listCheckpoints(agentId: string, options: HistoryOptions = {}): Promise<CheckpointSummary[]> {
+    const { rows } = await this.pool.query<CheckpointSummaryRow>(
+      options.newest === undefined
+        ? 'select seq, event_type, state, status, progress, created_at from checkpoints where agent_id = $1 order by seq'
+        : `select * from (
+             select seq, event_type, state, status, progress, created_at from checkpoints where agent_id = $1 order by seq desc limit $2
+           ) newest order by seq`,
+      options.newest === undefined ? [agentId] : [agentId, options.newest],
+    );
+    return rows.map(toCheckpointSummary);
+  }
+
+  async getCheckpoint(agentId: string, seq: number) {
+    const { rows: [row] } = await this.pool.query<CheckpointRow>('select * from checkpoints where agent_id = $1 and seq = $2', [agentId, seq]);
+    return row && toCheckpoint(row);
+  }
+
+  async listActions(agentId: string, options: HistoryOptions = {}): Promise<ActionRecord[]> {
+    const { rows } = await this.pool.query<ActionRow>(
+      options.newest === undefined
+        ? 'select seq, action, payload, result, created_at from actions where agent_id = $1 order by seq'
+        : `select * from (
+             select seq, action, payload, result, created_at from actions where agent_id = $1 order by seq desc limit $2
+           ) newest order by seq`,
+      options.newest === undefined ? [agentId] : [agentId, options.newest],
+    );
+    return rows.map(toAction);
+  }
+
+  async findEffect(idempotencyKey: string): Promise<EffectRecord | undefined> {
+    const { rows: [row] } = await this.pool.query<EffectRow>('select * from effects where idempotency_key = $1', [idempotencyKey]);
+    return row && toEffect(row);
+  }
+
+  async loadActiveAgents(options: { skipResting?: boolean } = {}): Promise<RestorableAgent[]> {
+    const working = options.skipResting ? 'and (not a.resting or a.event_seq > a.inbox_position)' : '';
+    const { rows } = await this.pool.query<RestorableRow>(`${RESTORABLE} where a.status = 'active' ${working} order by a.pos`);
+    return rows.map(toRestorable);
+  }
+
+  async loadRestorable(id: string): Promise<RestorableAgent | undefined> {
+    const { rows: [row] } = await this.pool.query<RestorableRow>(`${RESTORABLE} where a.id = $1 and a.status = 'active'`, [id]);
+    return row && toRestorable(row);
+  }
+
+  async stats(): Promise<StoreStats> {
+    const { rows } = await this.pool.query<{ status: AgentStatus; n: number; depth: number }>(
+      'select status, count(*) as n, coalesce(sum(event_seq - inbox_position), 0)::bigint as depth from agents group by status',
+    );
+    const agentsByStatus: Record<AgentStatus, number> = { active: 0, done: 0, error: 0, stopped: 0 };
+    for (const row of rows) agentsByStatus[row.status] = row.n;
+    return { agentsByStatus, inboxDepth: rows.find((r) => r.status === 'active')?.depth ?? 0 };
+  }
+
+  /** Lets queued commits finish, then ends every connection. Calling it again waits for the same close. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.commits.drained();
+      await this.writer.close();
+      await Promise.all([this.listener.close(), this.pool.end()]);
+    })();
+    return this.closing;
+  }
+}

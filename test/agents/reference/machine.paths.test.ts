@@ -1,0 +1,75 @@
+// Path tests generated from the reference statechart (xstate/graph), each run on the real runtime
+// over a real SQLite file, then again with a crash and a restore after every step.
+import { describe, expect, it } from 'vitest';
+import { agentMachine } from '../../../src/agents/reference/machine.js';
+import { agentPathTestOptions, pathTests, type PathRunResult } from '../../../src/testing/index.js';
+
+const suite = pathTests(agentPathTestOptions());
+
+describe('agent statechart: generated paths', () => {
+  it('derives the done/error events of every invoke from the machine', () => {
+    expect(suite.invokes.map((i) => `${i.id}:${i.src}`)).toEqual([
+      'llm:callLlm',
+      'llmBackoff:sleepUntil',
+      'effect:runSideEffect',
+      'effectBackoff:sleepUntil',
+    ]);
+    expect(new Set(suite.events.map((e) => e.type).filter((t) => t.startsWith('xstate.')))).toEqual(
+      new Set([
+        'xstate.done.actor.llm',
+        'xstate.error.actor.llm',
+        'xstate.done.actor.llmBackoff',
+        'xstate.error.actor.llmBackoff',
+        'xstate.done.actor.effect',
+        'xstate.error.actor.effect',
+        'xstate.done.actor.effectBackoff',
+        'xstate.error.actor.effectBackoff',
+      ]),
+    );
+  });
+
+  it('covers every state and every transition of the definition', () => {
+    // `all` is read from the machine's definition, not from the paths: a transition no path takes is listed in `missing`.
+    expect(suite.coverage.states.all).toEqual(expect.arrayContaining(Object.keys(agentMachine.root.states).map((s) => `agent.${s}`)));
+    expect(suite.coverage.transitions.all).toEqual(
+      expect.arrayContaining([
+        'agent: task.add → (no target)',
+        'agent.idle: always [hasQueuedTask] → agent.callingLLM',
+        'agent.sideEffect.requesting: xstate.done.actor.effect → agent.idle',
+        'agent.failed: retry #2 → agent.sideEffect',
+        'agent.failed: task.skip → agent.idle',
+      ]),
+    );
+    expect(suite.coverage.states.missing).toEqual([]);
+    expect(suite.coverage.transitions.missing).toEqual([]);
+  });
+
+  for (const path of suite.paths) {
+    it(path.name, async () => {
+      const result = await path.run();
+      expect(result.checkpoints).toBe(path.steps.length);
+    });
+  }
+});
+
+describe('agent statechart: a crash after every step of every path changes nothing', () => {
+  const llmInputs = (run: PathRunResult, incarnation?: number) =>
+    run.starts.filter((s) => s.src === 'callLlm' && (incarnation === undefined || s.incarnation === incarnation)).map((s) => s.input);
+  const effectKeys = (run: PathRunResult) =>
+    [...new Set(run.starts.filter((s) => s.src === 'runSideEffect').map((s) => `path-agent:${(s.input as { seq: number }).seq}`))].sort();
+
+  for (const c of suite.crashCases) {
+    it(c.name, async () => {
+      const { reference, crashed } = await c.run();
+      // The LLM is asked again only for the call in flight at the crash; a task whose answer was
+      // persisted is never asked again, and every later call is one the uninterrupted run made too.
+      const inFlight = JSON.stringify(c.path.steps[c.crashAfter]!.state) === JSON.stringify({ callingLLM: 'requesting' });
+      const before = llmInputs(crashed, 1);
+      const after = llmInputs(crashed, 2);
+      if (inFlight) expect(after[0]).toEqual(before.at(-1));
+      expect([...before, ...after.slice(inFlight ? 1 : 0)]).toEqual(llmInputs(reference));
+      expect(effectKeys(crashed)).toEqual(effectKeys(reference));
+      expect(crashed.state).toEqual(reference.state);
+    });
+  }
+});

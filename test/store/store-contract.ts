@@ -1,0 +1,293 @@
+/**
+ * The behaviour every Store must have, whatever its database. Each backend's test file runs this
+ * suite against a fresh store of its own.
+ */
+import { describe, expect, it } from 'vitest';
+import { ConflictError, InvalidInputError, NotFoundError } from '../../src/core/errors.js';
+import type { AppendResult, InboxEvent, Store, Write } from '../../src/store/store.js';
+
+const at = (ms = 0) => new Date(Date.UTC(2026, 10, 30, 5, 41, 7, ms)).toISOString();
+
+/**
+ * Commits one event on its own (the runtime batches events through its group committer instead):
+ * its seq, or the refusal thrown (unknown agent, agent not active).
+ */
+export async function appendEvent(store: Store, agentId: string, event: InboxEvent, idempotencyKey?: string): Promise<AppendResult> {
+  const [result] = await store.commit([
+    { kind: 'event', agentId, event, idempotencyKey: idempotencyKey ?? null, at: new Date().toISOString() },
+  ]);
+  if (result && 'refused' in result) throw result.refused;
+  if (!result) throw new Error('The store returned no result for an event write.');
+  return result;
+}
+
+export function checkpoint(agentId: string, seq: number, extra: Partial<Extract<Write, { kind: 'checkpoint' }>> = {}): Write {
+  return {
+    kind: 'checkpoint',
+    agentId,
+    seq,
+    inboxPosition: 0,
+    createdAt: at(seq),
+    machineVersion: '1',
+    eventType: seq === 1 ? 'xstate.init' : 'step',
+    state: `s${seq}`,
+    status: 'active',
+    progress: seq,
+    snapshot: JSON.stringify({ status: 'active', value: `s${seq}`, context: { n: seq }, children: {}, historyValue: {} }),
+    actions: [],
+    ...extra,
+  };
+}
+
+export function storeContract(name: string, open: () => Promise<Store>) {
+  describe(`${name} store contract`, () => {
+    const newAgent = (id: string, machine = 'agent') => ({ id, machine, machineVersion: '1', input: { tasks: ['t'] }, createdAt: at() });
+
+    it('creates an agent once and returns the existing row for the same id', async () => {
+      const store = await open();
+      const first = await store.createAgent(newAgent('a1'));
+      const second = await store.createAgent(newAgent('a1', 'other'));
+      expect(first.created).toBe(true);
+      expect(second.created).toBe(false);
+      expect(second.agent).toMatchObject({ id: 'a1', machine: 'agent', status: 'active', lastSeq: 0 });
+      // The spawn input is kept apart from the row every transition rewrites, and read on its own.
+      expect(second.agent).not.toHaveProperty('input');
+      expect(await store.getInput('a1')).toEqual({ tasks: ['t'] });
+      expect(await store.getInput('nobody')).toBeUndefined();
+      await store.close();
+    });
+
+    it('numbers inbox events per agent and de-duplicates by idempotency key', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      await store.createAgent(newAgent('a2'));
+      expect(await appendEvent(store, 'a1', { type: 'x' })).toEqual({ seq: 1, duplicate: false });
+      expect(await appendEvent(store, 'a1', { type: 'y', v: 1 }, 'k1')).toEqual({ seq: 2, duplicate: false });
+      expect(await appendEvent(store, 'a1', { type: 'y', v: 2 }, 'k1')).toEqual({ seq: 2, duplicate: true });
+      expect(await appendEvent(store, 'a2', { type: 'z' }, 'k1')).toEqual({ seq: 1, duplicate: false });
+      const events = await store.eventsAfter('a1', 0);
+      expect(events.map((e) => [e.seq, e.event])).toEqual([[1, { type: 'x' }], [2, { type: 'y', v: 1 }]]);
+      expect(await store.eventsAfter('a1', 1)).toHaveLength(1);
+      await store.close();
+    });
+
+    it('refuses events for unknown and inactive agents, but still answers a repeated key', async () => {
+      const store = await open();
+      await expect(appendEvent(store, 'nobody', { type: 'x' })).rejects.toBeInstanceOf(NotFoundError);
+      await store.createAgent(newAgent('a1'));
+      await appendEvent(store, 'a1', { type: 'x' }, 'k');
+      await store.commit([{ kind: 'status', agentId: 'a1', status: 'stopped', error: null, at: at() }]);
+      await expect(appendEvent(store, 'a1', { type: 'x' })).rejects.toBeInstanceOf(ConflictError);
+      expect(await appendEvent(store, 'a1', { type: 'x' }, 'k')).toEqual({ seq: 1, duplicate: true });
+      await store.close();
+    });
+
+    it('refuses one event in a batch without failing the other writes', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      const ev = (agentId: string, key: string | null = null): Write => ({ kind: 'event', agentId, event: { type: 'x' }, idempotencyKey: key, at: at() });
+      const results = await store.commit([ev('a1', 'k'), ev('ghost'), checkpoint('a1', 1), ev('a1', 'k'), ev('a1')]);
+      expect(results[0]).toEqual({ seq: 1, duplicate: false });
+      expect(results[1]).toMatchObject({ refused: expect.any(NotFoundError) });
+      expect(results[2]).toBeUndefined();
+      expect(results[3]).toEqual({ seq: 1, duplicate: true });
+      expect(results[4]).toEqual({ seq: 2, duplicate: false });
+      expect(await store.getAgent('a1')).toMatchObject({ lastSeq: 1, eventSeq: 2 });
+      await store.close();
+    });
+
+    it('commits checkpoints with their action rows and moves the agent row along', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      await store.commit([
+        checkpoint('a1', 1),
+        checkpoint('a1', 2, { inboxPosition: 3, actions: [{ action: 'callLlm', payload: { task: 't' }, result: { ok: true } }] }),
+      ]);
+      const agent = await store.getAgent('a1');
+      expect(agent).toMatchObject({ lastSeq: 2, inboxPosition: 3, state: 's2', progress: 2, updatedAt: at(2) });
+      expect((await store.listCheckpoints('a1')).map((c) => [c.seq, c.state, c.eventType])).toEqual([
+        [1, 's1', 'xstate.init'],
+        [2, 's2', 'step'],
+      ]);
+      expect(await store.getCheckpoint('a1', 2)).toMatchObject({ seq: 2, machineVersion: '1', snapshot: expect.stringContaining('"n":2') });
+      expect(await store.getCheckpoint('a1', 3)).toBeUndefined();
+      expect(await store.listActions('a1')).toEqual([
+        { seq: 2, action: 'callLlm', payload: { task: 't' }, result: { ok: true }, createdAt: at(2) },
+      ]);
+      await store.close();
+    });
+
+    it('reads only the newest checkpoints and actions when asked, still oldest first', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      const act = [{ action: 'callLlm', payload: null, result: null }];
+      await store.commit([checkpoint('a1', 1), checkpoint('a1', 2, { actions: act }), checkpoint('a1', 3), checkpoint('a1', 4, { actions: act })]);
+      expect((await store.listCheckpoints('a1', { newest: 2 })).map((c) => c.seq)).toEqual([3, 4]);
+      expect((await store.listCheckpoints('a1', { newest: 10 })).map((c) => c.seq)).toEqual([1, 2, 3, 4]);
+      expect((await store.listActions('a1', { newest: 1 })).map((a) => a.seq)).toEqual([4]);
+      expect((await store.listActions('a1')).map((a) => a.seq)).toEqual([2, 4]);
+      await store.close();
+    });
+
+    it('applies a whole batch or nothing of it', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      await store.createAgent(newAgent('a2'));
+      await store.commit([checkpoint('a1', 1)]);
+      // The second write repeats (a1, 1): the whole batch, a2's checkpoint included, must roll back.
+      await expect(store.commit([checkpoint('a2', 1), checkpoint('a1', 1)])).rejects.toThrow();
+      expect(await store.listCheckpoints('a2')).toEqual([]);
+      expect(await store.getAgent('a2')).toMatchObject({ lastSeq: 0, state: null });
+      expect(await store.listCheckpoints('a1')).toHaveLength(1);
+      await store.close();
+    });
+
+    it('refuses a checkpoint for an unknown agent and rolls its whole batch back', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      await expect(store.commit([checkpoint('a1', 1), checkpoint('ghost', 1)])).rejects.toBeInstanceOf(NotFoundError);
+      expect(await store.getAgent('ghost')).toBeUndefined();
+      expect(await store.getCheckpoint('ghost', 1)).toBeUndefined();
+      expect(await store.listCheckpoints('a1')).toEqual([]);
+      expect(await store.getAgent('a1')).toMatchObject({ lastSeq: 0, state: null });
+      await store.close();
+    });
+
+    it.each(['consume', 'effect', 'status'] as const)('refuses a %s write for an unknown agent and rolls its whole batch back', async (kind) => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      const ghost: Write =
+        kind === 'consume'
+          ? { kind, agentId: 'ghost', inboxPosition: 1, at: at() }
+          : kind === 'effect'
+            ? { kind, agentId: 'ghost', seq: 1, idempotencyKey: 'ghost:1', result: null, createdAt: at() }
+            : { kind, agentId: 'ghost', status: 'stopped', error: null, at: at() };
+      await expect(store.commit([checkpoint('a1', 1), ghost])).rejects.toBeInstanceOf(NotFoundError);
+      // The batch rolled back: a1's checkpoint is gone with it, and no row was made for the ghost.
+      expect(await store.listCheckpoints('a1')).toEqual([]);
+      expect(await store.getAgent('a1')).toMatchObject({ lastSeq: 0, state: null });
+      expect(await store.getAgent('ghost')).toBeUndefined();
+      if (kind === 'effect') expect(await store.findEffect('ghost:1')).toBeUndefined();
+      await store.close();
+    });
+
+    it('records an effect once under its key', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      const effect = (result: unknown): Write => ({ kind: 'effect', agentId: 'a1', seq: 1, idempotencyKey: 'a1:1', result, createdAt: at() });
+      await store.commit([effect({ status: 200 })]);
+      await store.commit([effect({ status: 201 })]);
+      expect(await store.findEffect('a1:1')).toMatchObject({ agentId: 'a1', seq: 1, result: { status: 200 } });
+      expect(await store.findEffect('a1:2')).toBeUndefined();
+      await store.close();
+    });
+
+    it('advances the inbox position for ignored events without a checkpoint', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      await store.commit([{ kind: 'consume', agentId: 'a1', inboxPosition: 4, at: at() }]);
+      expect(await store.getAgent('a1')).toMatchObject({ inboxPosition: 4, lastSeq: 0 });
+      await store.close();
+    });
+
+    it('pages agents in creation order with filters and an opaque cursor', async () => {
+      const store = await open();
+      for (const id of ['c', 'a', 'b', 'd']) await store.createAgent(newAgent(id, id === 'd' ? 'other' : 'agent'));
+      await store.commit([{ kind: 'status', agentId: 'b', status: 'stopped', error: null, at: at() }]);
+      const first = await store.listAgents({ limit: 2 });
+      expect(first.items.map((a) => a.id)).toEqual(['c', 'a']);
+      const second = await store.listAgents({ limit: 2, cursor: first.nextCursor! });
+      expect(second.items.map((a) => a.id)).toEqual(['b', 'd']);
+      expect(second.nextCursor).toBeNull();
+      expect((await store.listAgents({ limit: 10, machine: 'agent', status: 'active' })).items.map((a) => a.id)).toEqual(['c', 'a']);
+      await expect(store.listAgents({ limit: 2, cursor: 'not-a-cursor' })).rejects.toBeInstanceOf(InvalidInputError);
+      await store.close();
+    });
+
+    it('loads active agents with their last checkpoint for recovery', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('fresh'));
+      await store.createAgent(newAgent('busy'));
+      await store.createAgent(newAgent('stopped'));
+      await store.commit([
+        checkpoint('busy', 1),
+        checkpoint('busy', 2),
+        { kind: 'status', agentId: 'stopped', status: 'stopped', error: null, at: at() },
+      ]);
+      const loaded = await store.loadActiveAgents();
+      expect(loaded.map((r) => [r.agent.id, r.checkpoint?.seq])).toEqual([
+        ['fresh', undefined],
+        ['busy', 2],
+      ]);
+      // A fresh agent starts from its spawn input; one with a checkpoint from that checkpoint.
+      expect(loaded[0]!.agent.input).toEqual(newAgent('fresh').input);
+      expect(loaded[1]!.checkpoint?.snapshot).toBe((checkpoint('busy', 2) as { snapshot: string }).snapshot);
+      await store.close();
+    });
+
+    it('can leave resting agents out of recovery unless events wait for them', async () => {
+      const store = await open();
+      for (const id of ['working', 'resting', 'resting-with-mail']) await store.createAgent(newAgent(id));
+      await store.commit([
+        checkpoint('working', 1, { resting: false }),
+        checkpoint('resting', 1, { resting: true }),
+        checkpoint('resting-with-mail', 1, { resting: true }),
+      ]);
+      await appendEvent(store, 'resting-with-mail', { type: 'task.add', task: 'x' });
+      const ids = async (skipResting: boolean) => (await store.loadActiveAgents({ skipResting })).map((r) => r.agent.id);
+      expect(await ids(true)).toEqual(['working', 'resting-with-mail']);
+      expect(await ids(false)).toEqual(['working', 'resting', 'resting-with-mail']);
+      await store.close();
+    });
+
+    it('loads one active agent as recovery would, and nothing for others', async () => {
+      const store = await open();
+      for (const id of ['fresh', 'busy', 'stopped']) await store.createAgent(newAgent(id));
+      await store.commit([
+        checkpoint('busy', 1),
+        checkpoint('busy', 2, { inboxPosition: 1, resting: true }),
+        { kind: 'status', agentId: 'stopped', status: 'stopped', error: null, at: at() },
+      ]);
+      await appendEvent(store, 'busy', { type: 'x' });
+      await appendEvent(store, 'busy', { type: 'y' });
+      const all = await store.loadActiveAgents();
+      const fresh = await store.loadRestorable('fresh');
+      const busy = await store.loadRestorable('busy');
+      expect(fresh).toEqual(all.find((r) => r.agent.id === 'fresh'));
+      expect(busy).toEqual(all.find((r) => r.agent.id === 'busy'));
+      expect(fresh).toMatchObject({ agent: { id: 'fresh', machine: 'agent', inboxPosition: 0, eventSeq: 0, input: newAgent('fresh').input } });
+      expect(fresh?.checkpoint).toBeUndefined();
+      expect(busy?.agent).toEqual({ id: 'busy', machine: 'agent', inboxPosition: 1, eventSeq: 2, createdAt: at() });
+      expect(busy?.checkpoint).toMatchObject({ agentId: 'busy', seq: 2, eventType: 'step', createdAt: at(2), snapshot: (checkpoint('busy', 2) as { snapshot: string }).snapshot });
+      // Restoring reads state and status from the snapshot: the columns are not loaded.
+      expect(busy?.checkpoint).not.toHaveProperty('state');
+      expect(busy?.checkpoint).not.toHaveProperty('status');
+      expect(await store.loadRestorable('stopped')).toBeUndefined();
+      expect(await store.loadRestorable('nobody')).toBeUndefined();
+      await store.close();
+    });
+
+    it('counts agents by status and the events waiting in active inboxes', async () => {
+      const store = await open();
+      for (const id of ['a', 'b', 'c']) await store.createAgent(newAgent(id));
+      await appendEvent(store, 'a', { type: 'x' });
+      await appendEvent(store, 'a', { type: 'y' });
+      await appendEvent(store, 'b', { type: 'x' });
+      await store.commit([
+        { kind: 'consume', agentId: 'a', inboxPosition: 1, at: at() },
+        { kind: 'status', agentId: 'c', status: 'done', error: null, at: at() },
+      ]);
+      expect(await store.stats()).toEqual({ agentsByStatus: { active: 2, done: 1, error: 0, stopped: 0 }, inboxDepth: 2 });
+      await store.close();
+    });
+
+    it('creates a forked agent together with its first checkpoint', async () => {
+      const store = await open();
+      const body = checkpoint('x', 1) as Extract<Write, { kind: 'checkpoint' }>;
+      const { agent } = await store.createAgent({ ...newAgent('fork'), snapshot: body });
+      expect(agent).toMatchObject({ lastSeq: 1, state: 's1' });
+      expect(await store.getCheckpoint('fork', 1)).toMatchObject({ snapshot: body.snapshot });
+      await store.close();
+    });
+  });
+}
