@@ -1,7 +1,7 @@
 // A fake OpenAI Chat Completions server for tests: real HTTP on 127.0.0.1 so the real
 // `openai` client (fetch, timeouts, error mapping) is exercised, with injectable faults.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { readJsonBody, sendJson, startHttpFake } from './http-fake.js';
 
 export type Fault =
   | { kind: 'status'; status: number; retryAfter?: string; body?: unknown }
@@ -21,6 +21,8 @@ export interface RecordedCall {
 export interface FakeOpenAI {
   url: string;
   calls: RecordedCall[];
+  /** Every HTTP request received, unknown routes included (`calls` holds the completions only). */
+  readonly requests: number;
   callsFor(userContent: string): RecordedCall[];
   enqueueFaults(...faults: Fault[]): void;
   setFaultPolicy(policy: ((call: RecordedCall, index: number) => Fault | undefined) | undefined): void;
@@ -57,22 +59,6 @@ function textOf(content: unknown): string {
   return content == null ? '' : JSON.stringify(content);
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  // The client may already have hung up (timeout); writing then would throw EPIPE noise.
-  if (res.destroyed || res.writableEnded) return;
-  res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(JSON.stringify(body));
-}
-
 export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
   const calls: RecordedCall[] = [];
   const queue: Fault[] = [];
@@ -106,7 +92,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   };
 
   const handleCompletion = async (req: IncomingMessage, res: ServerResponse) => {
-    const raw = await readBody(req);
+    const body = await readJsonBody(req);
     const authHeader = req.headers.authorization;
     const call: RecordedCall = { at: Date.now(), model: '', messages: [], userContent: '', outcome: 'ok' };
     if (authHeader !== undefined) call.authorization = authHeader;
@@ -119,13 +105,11 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     });
     const headers = { 'x-request-id': `req_fake_${index}` };
 
-    let parsed: { model?: unknown; messages?: unknown };
-    try {
-      parsed = JSON.parse(raw) as typeof parsed;
-    } catch {
+    if (body.json === undefined) {
       call.outcome = 'fault';
       return sendJson(res, 400, errorBody(400, 'We could not parse the JSON body of your request.'), headers);
     }
+    const parsed = body.json as { model?: unknown; messages?: unknown };
     call.model = typeof parsed.model === 'string' ? parsed.model : '';
     const msgs = Array.isArray(parsed.messages) ? (parsed.messages as { role?: unknown; content?: unknown }[]) : [];
     call.messages = msgs.map((m) => ({ role: String(m?.role ?? ''), content: textOf(m?.content) }));
@@ -163,39 +147,35 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     }
   };
 
-  const server = createServer((req, res) => {
-    const path = (req.url ?? '').split('?')[0];
-    if (req.method === 'POST' && path === '/v1/chat/completions') {
-      handleCompletion(req, res).catch((err: unknown) => sendJson(res, 500, errorBody(500, String(err))));
-      return;
-    }
-    sendJson(res, 404, errorBody(404, `Unknown route ${req.method} ${path}`));
-  });
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  let closing: Promise<void> | undefined;
-
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    calls,
-    callsFor: (userContent) => calls.filter((c) => c.userContent === userContent),
-    enqueueFaults: (...faults) => void queue.push(...faults),
-    setFaultPolicy: (p) => void (policy = p),
-    setLatency: (ms) => void (latency = ms),
-    // Idempotent: tests often close explicitly and again in afterEach.
-    close: () =>
-      (closing ??= new Promise<void>((resolve, reject) => {
+  const server = await startHttpFake(
+    (req, res) => {
+      const path = (req.url ?? '').split('?')[0];
+      if (req.method === 'POST' && path === '/v1/chat/completions') {
+        handleCompletion(req, res).catch((err: unknown) => sendJson(res, 500, errorBody(500, String(err))));
+        return;
+      }
+      sendJson(res, 404, errorBody(404, `Unknown route ${req.method} ${path}`));
+    },
+    {
+      onClose: () => {
         for (const t of timers) clearTimeout(t);
         timers.clear();
         // Marked here because res 'close' may fire only after close() has resolved.
         for (const [res, call] of inFlight) if (!res.writableFinished) call.outcome = 'aborted';
-        server.close((err) => (err ? reject(err) : resolve()));
-        // Hung requests and keep-alive sockets would otherwise keep close() pending forever.
-        server.closeAllConnections();
-      })),
+      },
+    },
+  );
+
+  return {
+    url: `${server.url}/v1`,
+    calls,
+    get requests() {
+      return server.requests;
+    },
+    callsFor: (userContent) => calls.filter((c) => c.userContent === userContent),
+    enqueueFaults: (...faults) => void queue.push(...faults),
+    setFaultPolicy: (p) => void (policy = p),
+    setLatency: (ms) => void (latency = ms),
+    close: server.close,
   };
 }

@@ -1,7 +1,7 @@
 // A local receiver for the agent's side-effect webhooks, so tests can assert exactly-once
 // effects (by Idempotency-Key) and inject delivery failures.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
+import { readJsonBody, sendJson, startHttpFake } from './http-fake.js';
 
 export interface Delivery {
   at: number;
@@ -14,28 +14,12 @@ export interface Delivery {
 export interface WebhookSink {
   url: string;
   deliveries: Delivery[];
+  /** Every HTTP request received, refused methods included (`deliveries` holds the POSTs). */
+  readonly requests: number;
   byKey(): Map<string, Delivery[]>;
   enqueueStatuses(...statuses: number[]): void;
   setLatency(ms: number): void;
   close(): Promise<void>;
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
-function parseJson(raw: string): unknown {
-  try {
-    return JSON.parse(raw);
-  } catch {
-    // Left undefined (rawBody keeps the bytes) so a test can tell "not JSON" from any JSON value.
-    return undefined;
-  }
 }
 
 export interface WebhookSinkOptions {
@@ -49,46 +33,45 @@ export async function startWebhookSink(options: WebhookSinkOptions = {}): Promis
   const timers = new Set<NodeJS.Timeout>();
   let latencyMs = 0;
 
-  const reply = (res: ServerResponse, status: number) => {
-    if (res.destroyed || res.writableEnded) return;
-    res.writeHead(status, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(status >= 200 && status < 300 ? { ok: true } : { error: 'injected' }));
-  };
+  const reply = (res: ServerResponse, status: number) =>
+    sendJson(res, status, status >= 200 && status < 300 ? { ok: true } : { error: 'injected' });
 
-  const server = createServer((req, res) => {
-    if (req.method !== 'POST') {
-      res.writeHead(405, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'POST only' }));
-      return;
-    }
-    readBody(req).then(
-      (rawBody) => {
-        const key = req.headers['idempotency-key'];
-        // Status is decided on arrival so queued failures line up with delivery order, whatever the latency.
-        const status = statuses.shift() ?? 200;
-        const delivery = { at: Date.now(), idempotencyKey: Array.isArray(key) ? key[0] : key, body: parseJson(rawBody), rawBody, status };
-        deliveries.push(delivery);
-        options.onDelivery?.(delivery);
-        if (latencyMs <= 0) return reply(res, status);
-        const t = setTimeout(() => {
-          timers.delete(t);
-          reply(res, status);
-        }, latencyMs);
-        timers.add(t);
+  const server = await startHttpFake(
+    (req, res) => {
+      if (req.method !== 'POST') return sendJson(res, 405, { error: 'POST only' });
+      readJsonBody(req).then(
+        ({ raw: rawBody, json }) => {
+          const key = req.headers['idempotency-key'];
+          // Status is decided on arrival so queued failures line up with delivery order, whatever the latency.
+          const status = statuses.shift() ?? 200;
+          // A body that is not JSON is left undefined (rawBody keeps the bytes): "not JSON" differs from any JSON value.
+          const delivery = { at: Date.now(), idempotencyKey: Array.isArray(key) ? key[0] : key, body: json, rawBody, status };
+          deliveries.push(delivery);
+          options.onDelivery?.(delivery);
+          if (latencyMs <= 0) return reply(res, status);
+          const t = setTimeout(() => {
+            timers.delete(t);
+            reply(res, status);
+          }, latencyMs);
+          timers.add(t);
+        },
+        () => res.destroy(),
+      );
+    },
+    {
+      onClose: () => {
+        for (const t of timers) clearTimeout(t);
+        timers.clear();
       },
-      () => res.destroy(),
-    );
-  });
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  let closing: Promise<void> | undefined;
+    },
+  );
 
   return {
-    url: `http://127.0.0.1:${port}/hook`,
+    url: `${server.url}/hook`,
     deliveries,
+    get requests() {
+      return server.requests;
+    },
     byKey: () => {
       const groups = new Map<string, Delivery[]>();
       for (const d of deliveries) {
@@ -99,14 +82,6 @@ export async function startWebhookSink(options: WebhookSinkOptions = {}): Promis
     },
     enqueueStatuses: (...s) => void statuses.push(...s),
     setLatency: (ms) => void (latencyMs = ms),
-    // Idempotent: tests often close explicitly and again in afterEach.
-    close: () =>
-      (closing ??= new Promise<void>((resolve, reject) => {
-        for (const t of timers) clearTimeout(t);
-        timers.clear();
-        server.close((err) => (err ? reject(err) : resolve()));
-        // Keep-alive sockets from fetch would otherwise hold close() open.
-        server.closeAllConnections();
-      })),
+    close: server.close,
   };
 }
