@@ -136,6 +136,8 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
         baseDelayMs: input.retry?.baseDelayMs ?? defaults.baseDelayMs,
         maxDelayMs: Math.max(defaults.maxDelayMs, input.retry?.baseDelayMs ?? 0),
         timeoutMs: input.retry?.timeoutMs ?? defaults.timeoutMs,
+        // The input has one time limit: a spawn that sets it bounds the LLM and the webhook alike.
+        webhookTimeoutMs: input.retry?.timeoutMs ?? defaults.webhookTimeoutMs ?? defaults.timeoutMs,
       },
       queue: [...(input.tasks ?? [])],
       taken: 0,
@@ -213,7 +215,7 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
                 task: context.current?.task ?? '',
                 response: context.answer ?? '',
                 webhook: context.webhook,
-                timeoutMs: context.retry.timeoutMs,
+                timeoutMs: context.retry.webhookTimeoutMs ?? context.retry.timeoutMs,
               }),
               onDone: { target: '#agent.idle', actions: 'completeTask' },
               onError: [

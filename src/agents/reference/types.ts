@@ -15,14 +15,20 @@ export interface AgentDefaults {
   maxAttempts: number;
   baseDelayMs: number;
   maxDelayMs: number;
+  /** Time limit of one LLM call. */
   timeoutMs: number;
+  /** Time limit of one webhook delivery. Unset: `timeoutMs` bounds the webhook too. */
+  webhookTimeoutMs?: number;
 }
 
 export interface RetryPolicy {
   maxAttempts: number;
   baseDelayMs: number;
   maxDelayMs: number;
+  /** Time limit of one LLM call. */
   timeoutMs: number;
+  /** Time limit of one webhook delivery; absent in checkpoints written before it existed (then `timeoutMs`). */
+  webhookTimeoutMs?: number;
 }
 
 export interface CurrentTask {

@@ -58,7 +58,8 @@ export interface PostgresStoreOptions {
   poolSize?: number;
 }
 
-const DEFAULT_LEASE_MS = 10_000;
+/** How long a lease lasts unless renewed; the server's --lease-ms default too. */
+export const DEFAULT_LEASE_MS = 10_000;
 const DEFAULT_POOL_SIZE = 5;
 
 /**
