@@ -4,7 +4,7 @@ import type { Logger } from '../core/logger.js';
 import type { ActionWrite, CheckpointBody, EventRecord, Write } from '../store/store.js';
 import { awaitsCommit, COMMITTED_EVENT } from '../durable/commit-barrier.js';
 import { createDurableActor, type TransitionSink } from './durable-machine.js';
-import type { ActorDeclaration } from '../durable/definition.js';
+import type { ActorDeclaration, PersistedSnapshotJson } from '../durable/definition.js';
 import { actorOf, type RegisteredMachine } from './registered-machine.js';
 
 /** The runtime as seen by one host. */
@@ -36,7 +36,10 @@ export interface CommittedCheckpoint {
 /** What a live agent's view shows of its last committed checkpoint. */
 export type LatestState = Pick<CommittedCheckpoint, 'state' | 'status' | 'progress' | 'context' | 'at'>;
 
-type StartPoint = { kind: 'fresh'; input: unknown } | { kind: 'restore'; snapshot: unknown; seq: number };
+type StartPoint =
+  | { kind: 'fresh'; input: unknown }
+  /** From a committed checkpoint: its seq, its snapshot as read by `readSnapshot`, its progress and time. */
+  | { kind: 'restore'; snapshot: PersistedSnapshotJson; seq: number; progress: number; at: string };
 
 /**
  * One live agent: its actor, the ordered delivery of its inbox, and the chain of its checkpoints.
@@ -56,9 +59,7 @@ export class AgentHost implements TransitionSink {
   /** Restored from a checkpoint (not fresh: a fresh actor's initial snapshot is seq 1 before it starts). */
   private readonly restored: boolean;
   /** The last committed checkpoint, for views. */
-  latest: LatestState | undefined;
-  /** Set by the runtime while this host waits to be passivated. */
-  passivationTimer: NodeJS.Timeout | undefined;
+  private lastCommitted: LatestState | undefined;
 
   constructor(
     readonly agentId: string,
@@ -71,6 +72,11 @@ export class AgentHost implements TransitionSink {
     this.seq = from.kind === 'restore' ? from.seq : 0;
     this.restored = from.kind === 'restore';
     this.delivered = inboxPosition;
+    if (from.kind === 'restore') {
+      // State and context from the snapshot itself: the checkpoint's state column is a copy of its value.
+      const { snapshot, progress, at } = from;
+      this.lastCommitted = { state: snapshot.value, status: 'active', progress, context: snapshot.context ?? null, at };
+    }
     const inspect = owner.inspect ? { inspect: owner.inspect } : {};
     this.actor = createDurableActor(
       machine.durable,
@@ -101,6 +107,11 @@ export class AgentHost implements TransitionSink {
     }
     this.inbox.sort((a, b) => a.seq - b.seq);
     this.pump();
+  }
+
+  /** What the last committed checkpoint shows (undefined until the first one of a fresh agent commits). */
+  get latest(): LatestState | undefined {
+    return this.lastCommitted;
   }
 
   /** Seq of the last inbox event handed to the actor. */
@@ -168,6 +179,8 @@ export class AgentHost implements TransitionSink {
     this.lastCommit = commit;
     commit.then(
       () => {
+        // Only what views show: the checkpoint's action (an LLM call's input and answer) is not kept alive.
+        this.lastCommitted = { state: next.value, status, progress, context: next.context, at };
         this.owner.committed(this, {
           seq, eventType: event.type, action, actor: logged?.actor, transitionAt, state: next.value, status, progress, context: next.context, at,
         });

@@ -36,3 +36,6 @@ export interface RuntimeObserver {
 
 export const OWNERSHIP_CHANGES = ['adopted', 'fenced', 'lease-lost'] as const;
 export type OwnershipChange = (typeof OWNERSHIP_CHANGES)[number];
+
+/** Reports one thing to the observer (what the runtime's parts are handed; an observer's exception is logged, never thrown). */
+export type Observe = <K extends keyof RuntimeObserver>(what: K, event: Parameters<NonNullable<RuntimeObserver[K]>>[0]) => void;

@@ -1,6 +1,9 @@
-import type { AnyStateMachine, StateNode } from 'xstate';
+import type { AnyMachineSnapshot, AnyStateMachine, StateNode } from 'xstate';
 import type { z } from 'zod';
+import { InvalidEventError, InvalidInputError } from '../core/errors.js';
+import { describeIssues } from '../core/validation-issues.js';
 import type { ActorDeclaration, MachineDefinition, SnapshotUpgrade } from '../durable/definition.js';
+import type { InboxEvent } from '../store/store.js';
 import { makeDurable } from './durable-machine.js';
 
 /** A machine definition as the runtime keeps it: defaults applied, what is asked often computed once. */
@@ -54,4 +57,37 @@ function userEventTypes(machine: AnyStateMachine): string[] {
   };
   visit(machine.root);
   return [...types].filter((t) => !t.startsWith('xstate.') && !t.startsWith('runtime.') && t !== '*').sort();
+}
+
+/** The event as the machine's schema for its type reads it; InvalidEventError for a type it does not take or a bad payload. */
+export function validateEvent(machine: RegisteredMachine, event: InboxEvent): InboxEvent {
+  if (!machine.eventTypes.includes(event.type)) {
+    throw new InvalidEventError(machine.name, event.type, machine.eventTypes);
+  }
+  const schema = machine.events[event.type];
+  if (!schema) return event;
+  const result = schema.safeParse(event);
+  if (!result.success) {
+    throw new InvalidEventError(machine.name, event.type, machine.eventTypes, `Invalid "${event.type}" event: ${describeIssues(result.error)}.`);
+  }
+  return result.data as InboxEvent;
+}
+
+/** The spawn input as the machine's schema reads it; InvalidInputError if it does not fit. */
+export function validateInput(machine: RegisteredMachine, input: unknown): unknown {
+  if (!machine.input) return input;
+  const result = machine.input.safeParse(input);
+  if (result.success) return result.data;
+  throw new InvalidInputError(`Invalid input: ${describeIssues(result.error)}.`);
+}
+
+/** The user event types this snapshot would take now (a guard that needs a payload counts as taking it). */
+export function acceptedEventTypes(machine: RegisteredMachine, snapshot: AnyMachineSnapshot): string[] {
+  return machine.eventTypes.filter((type) => {
+    try {
+      return snapshot.can({ type });
+    } catch {
+      return true;
+    }
+  });
 }

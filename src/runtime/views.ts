@@ -1,4 +1,6 @@
-import type { AgentRecord, AgentStatus } from '../store/store.js';
+import type { AgentRecord, AgentStatus, Store } from '../store/store.js';
+import type { AgentHost } from './agent-host.js';
+import { contextOf } from './restore.js';
 
 /** The agent view of the contract. */
 export interface AgentView {
@@ -26,4 +28,26 @@ export function toAgentView(
     createdAt: agent.createdAt,
     updatedAt: latest?.updatedAt ?? agent.updatedAt,
   };
+}
+
+/** The view of an agent live here, from memory (its status is its last checkpoint's). */
+export function liveView(host: AgentHost): AgentView | undefined {
+  const latest = host.latest;
+  if (!latest) return undefined;
+  return {
+    id: host.agentId,
+    machine: host.machine.name,
+    status: latest.status,
+    state: latest.state,
+    context: latest.context,
+    progress: latest.progress,
+    createdAt: host.createdAt,
+    updatedAt: latest.at,
+  };
+}
+
+/** The view of an agent not in memory: its row and, when it has one, its last checkpoint. */
+export async function storedView(store: Pick<Store, 'getCheckpoint'>, agent: AgentRecord): Promise<AgentView> {
+  const checkpoint = agent.lastSeq > 0 ? await store.getCheckpoint(agent.id, agent.lastSeq) : undefined;
+  return toAgentView(agent, checkpoint && { ...checkpoint, context: contextOf(checkpoint), updatedAt: agent.updatedAt });
 }

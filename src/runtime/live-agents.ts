@@ -1,0 +1,252 @@
+import type { InspectionEvent } from 'xstate';
+import { CorruptStateError, FencedError, NotFoundError, serializeError, type SerializedError } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import type { RestorableAgent, RestorableCheckpoint, Store, Write } from '../store/store.js';
+import { AgentHost, type CommittedCheckpoint, type HostOwner } from './agent-host.js';
+import type { GroupCommitter } from './committer.js';
+import type { Observe } from './observer.js';
+import type { RegisteredMachine } from './registered-machine.js';
+import { readSnapshot } from './restore.js';
+import { liveView, storedView } from './views.js';
+import type { Watchers } from './watchers.js';
+
+export interface LiveAgentsOptions {
+  store: Store;
+  machines: ReadonlyMap<string, RegisteredMachine>;
+  committer: GroupCommitter;
+  watchers: Watchers;
+  log: Logger;
+  observe: Observe;
+  inspect: ((event: InspectionEvent) => void) | undefined;
+  /** How an agent not in memory is brought back: read it (one process) or claim it (shared store). */
+  load: (agentId: string) => Promise<RestorableAgent | 'elsewhere' | undefined>;
+  /** Wait before reloading an agent whose checkpoint could not be committed. */
+  reloadDelayMs: number;
+  /** Agents resting this long leave memory; undefined: they stay. */
+  passivateAfterMs: number | undefined;
+}
+
+/**
+ * The agents this process runs: bringing them into memory (from a spawn, a checkpoint, a wake),
+ * letting them go (stop, passivation, another process taking over), and the failure policy when one
+ * of them breaks. Every host it makes reports here (it is their `HostOwner`).
+ */
+export class LiveAgents implements HostOwner {
+  readonly log: Logger;
+  readonly inspect: ((event: InspectionEvent) => void) | undefined;
+  private readonly hosts = new Map<string, AgentHost>();
+  private readonly waking = new Map<string, Promise<AgentHost | undefined>>();
+  /** Countdowns to leaving memory, one per resting host (passivation on). */
+  private readonly passivation = new Map<AgentHost, NodeJS.Timeout>();
+  private closing = false;
+
+  constructor(private readonly options: LiveAgentsOptions) {
+    this.log = options.log;
+    this.inspect = options.inspect;
+  }
+
+  get size(): number {
+    return this.hosts.size;
+  }
+
+  get(agentId: string): AgentHost | undefined {
+    return this.hosts.get(agentId);
+  }
+
+  all(): IterableIterator<AgentHost> {
+    return this.hosts.values();
+  }
+
+  /** Restores agents read (or claimed) from the store, skipping any already live. */
+  async adopt(agents: readonly RestorableAgent[]): Promise<{ restored: number; quarantined: number }> {
+    let restored = 0;
+    let quarantined = 0;
+    for (const { agent, checkpoint } of agents) {
+      if (this.hosts.has(agent.id)) continue;
+      const host = await this.activate(agent, checkpoint);
+      if (host) restored++;
+      else if (this.options.machines.has(agent.machine)) quarantined++;
+    }
+    return { restored, quarantined };
+  }
+
+  /**
+   * Starts an agent here, fresh or from its checkpoint, and hands it the events that wait in its
+   * inbox. An agent whose stored state cannot be restored is quarantined (undefined).
+   */
+  async activate(agent: RestorableAgent['agent'], checkpoint: RestorableCheckpoint | undefined): Promise<AgentHost | undefined> {
+    const machine = this.options.machines.get(agent.machine);
+    if (!machine) {
+      this.log.warn({ agentId: agent.id, machine: agent.machine }, 'agent left as is: its machine is not registered here');
+      return undefined;
+    }
+    let host: AgentHost;
+    try {
+      const from = checkpoint
+        ? { kind: 'restore' as const, snapshot: readSnapshot(checkpoint, machine), seq: checkpoint.seq, progress: checkpoint.progress, at: checkpoint.createdAt }
+        : { kind: 'fresh' as const, input: agent.input };
+      host = new AgentHost(agent.id, agent.createdAt, machine, this, from, agent.inboxPosition);
+      this.hosts.set(agent.id, host);
+      const failure = host.start();
+      if (failure) {
+        this.hosts.delete(agent.id);
+        throw failure.error instanceof Error ? failure.error : new Error(String(failure.error));
+      }
+    } catch (err) {
+      await this.quarantine(agent.id, err);
+      return undefined;
+    }
+    if (agent.eventSeq > agent.inboxPosition) host.offer(await this.options.store.eventsAfter(agent.id, agent.inboxPosition));
+    // Whatever brought it here (recovery, a wake, a fork), an agent that turns out to rest leaves again;
+    // the timer re-checks once its commits have settled.
+    this.schedulePassivation(host);
+    return host;
+  }
+
+  /** Brings an active agent that is not in memory back from its last checkpoint (once, however many ask). */
+  wake(agentId: string): Promise<AgentHost | undefined> {
+    const live = this.hosts.get(agentId);
+    if (live || this.closing) return Promise.resolve(live);
+    let waking = this.waking.get(agentId);
+    if (!waking) {
+      waking = (async () => {
+        // One read for the agent and its last checkpoint. Events committed meanwhile are not lost: their
+        // senders offer them to the host this wake returns, and activate reads those already pending.
+        const found = await this.options.load(agentId);
+        const restorable = found === 'elsewhere' ? undefined : found;
+        if (!restorable || this.closing) return undefined;
+        return this.hosts.get(agentId) ?? (await this.activate(restorable.agent, restorable.checkpoint));
+      })().finally(() => this.waking.delete(agentId));
+      this.waking.set(agentId, waking);
+    }
+    return waking;
+  }
+
+  /** Stops a live agent here and forgets it, writing nothing (its stored state stays as it is). */
+  unload(host: AgentHost): void {
+    host.stop();
+    this.forget(host);
+  }
+
+  /** Unloads every live agent (closing, or the lease ran out). */
+  unloadAll(): void {
+    for (const host of [...this.hosts.values()]) this.unload(host);
+  }
+
+  /** No more agents come into memory; those here are unloaded. */
+  close(): void {
+    this.closing = true;
+    this.unloadAll();
+  }
+
+  /** Writes a status outside any transition (stopped, error) and shows it to the agent's watchers. */
+  async writeStatus(agentId: string, status: 'stopped' | 'error', error: SerializedError | null): Promise<void> {
+    await this.options.committer.enqueue({ kind: 'status', agentId, status, error, at: new Date().toISOString() });
+    this.notify(agentId);
+  }
+
+  /** Shows the agent's current view to its watchers (after a change that was not a transition here). */
+  notify(agentId: string): void {
+    this.options.watchers.publishLater(agentId, async () => {
+      const host = this.hosts.get(agentId);
+      const live = host && liveView(host);
+      if (live) return live;
+      const agent = await this.options.store.getAgent(agentId);
+      if (!agent) throw new NotFoundError('agent', agentId);
+      return storedView(this.options.store, agent);
+    });
+  }
+
+  // --- HostOwner --------------------------------------------------------------------------------
+
+  commit(write: Write): Promise<unknown> {
+    return this.options.committer.enqueue(write);
+  }
+
+  findEffect(idempotencyKey: string) {
+    return this.options.store.findEffect(idempotencyKey);
+  }
+
+  committed(host: AgentHost, checkpoint: CommittedCheckpoint): void {
+    this.options.observe('transitionCommitted', {
+      agentId: host.agentId,
+      machine: host.machine.name,
+      seq: checkpoint.seq,
+      eventType: checkpoint.eventType,
+      state: checkpoint.state,
+      status: checkpoint.status,
+      action: checkpoint.action,
+      actor: checkpoint.actor,
+      at: checkpoint.transitionAt,
+    });
+    if (checkpoint.status !== 'active') this.forget(host);
+    else if (this.options.passivateAfterMs !== undefined && host.isResting()) this.schedulePassivation(host);
+    this.options.watchers.publish(host.agentId, () => liveView(host)!);
+  }
+
+  /** The failure policy: let go of an agent run elsewhere, mark one that threw, reload one whose commit failed. */
+  failed(host: AgentHost, reason: 'commit' | 'actor', err: unknown): void {
+    this.forget(host);
+    if (this.closing) return;
+    if (err instanceof FencedError) {
+      // Not a failure of the agent: another process runs it now (or it was stopped); let it go.
+      this.log.info({ agentId: host.agentId }, 'agent taken over by another process or stopped elsewhere; let go here');
+      this.options.observe('ownershipChanged', { change: 'fenced', agents: 1 });
+      return;
+    }
+    this.options.observe('agentFailed', { agentId: host.agentId, reason, error: serializeError(err) });
+    if (reason === 'actor') {
+      this.log.error({ agentId: host.agentId, err }, 'agent crashed inside its statechart; marked error');
+      void this.writeStatus(host.agentId, 'error', serializeError(err)).catch((e: unknown) =>
+        this.log.error({ agentId: host.agentId, err: e }, 'could not record the agent error'),
+      );
+      return;
+    }
+    this.log.error({ agentId: host.agentId, err }, 'checkpoint commit failed; reloading the agent from its last checkpoint');
+    setTimeout(() => void this.reload(host.agentId), this.options.reloadDelayMs).unref();
+  }
+
+  // --- internals --------------------------------------------------------------------------------
+
+  /** Takes a host out of this process's books (it has stopped, or is about to). */
+  private forget(host: AgentHost): void {
+    clearTimeout(this.passivation.get(host));
+    this.passivation.delete(host);
+    if (this.hosts.get(host.agentId) === host) this.hosts.delete(host.agentId);
+  }
+
+  private async reload(agentId: string): Promise<void> {
+    try {
+      await this.wake(agentId);
+    } catch (err) {
+      this.log.error({ agentId, err }, 'reload failed; retrying');
+      setTimeout(() => void this.reload(agentId), this.options.reloadDelayMs).unref();
+    }
+  }
+
+  /** With passivation on, (re)starts the host's countdown to leaving memory. */
+  private schedulePassivation(host: AgentHost): void {
+    const afterMs = this.options.passivateAfterMs;
+    if (afterMs === undefined) return;
+    clearTimeout(this.passivation.get(host));
+    const timer = setTimeout(() => {
+      void host.settled().then(() => {
+        // Re-checked after the last commit: an event or a transition may have come in meanwhile.
+        if (this.passivation.get(host) !== timer) return;
+        this.passivation.delete(host);
+        if (this.hosts.get(host.agentId) !== host || !host.isResting() || this.closing) return;
+        this.unload(host);
+      });
+    }, afterMs);
+    timer.unref();
+    this.passivation.set(host, timer);
+  }
+
+  /** State corruption is its own failure domain: this agent is parked in `error`, the others go on. */
+  private async quarantine(agentId: string, err: unknown): Promise<void> {
+    const error = new CorruptStateError(agentId, err instanceof Error ? err.message : String(err));
+    this.log.error({ agentId, err: error }, 'agent quarantined: its stored state cannot be restored');
+    this.options.observe('agentFailed', { agentId, reason: 'corrupt', error: serializeError(error) });
+    await this.writeStatus(agentId, 'error', serializeError(error));
+  }
+}

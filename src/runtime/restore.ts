@@ -1,0 +1,59 @@
+/**
+ * Reading a stored checkpoint back as something XState can restore: parse, upgrade from an earlier
+ * machine version, validate. Pure: a refusal is an Error whose message says what is wrong, and the
+ * caller quarantines the agent with it (state corruption is its own failure domain).
+ */
+import type { PersistedSnapshotJson } from '../durable/definition.js';
+import type { CheckpointRecord, RestorableCheckpoint } from '../store/store.js';
+import type { RegisteredMachine } from './registered-machine.js';
+
+/** The checkpoint's snapshot as this process's version of the machine reads it; throws if it cannot. */
+export function readSnapshot(checkpoint: RestorableCheckpoint, machine: RegisteredMachine): PersistedSnapshotJson {
+  const version = checkpoint.machineVersion;
+  const upgrade = version !== machine.version && Object.hasOwn(machine.upgrades, version) ? machine.upgrades[version] : undefined;
+  if (version !== machine.version && !upgrade) {
+    throw new Error(`its checkpoint was written by version ${version} of "${machine.name}", this process runs ${machine.version} and has no upgrade from it`);
+  }
+  let snapshot: unknown;
+  try {
+    snapshot = JSON.parse(checkpoint.snapshot);
+  } catch (err) {
+    throw new Error(`its snapshot is not valid JSON (${(err as Error).message})`);
+  }
+  if (!isPersistedSnapshot(snapshot)) throw new Error('its snapshot is not an XState persisted snapshot');
+  if (upgrade) {
+    snapshot = upgrade(snapshot);
+    if (!isPersistedSnapshot(snapshot)) throw new Error(`the upgrade from version ${version} did not return a persisted snapshot`);
+  }
+  // XState's restore silently drops a child whose src is not in the machine's actors (no error, the
+  // snapshot stays active), leaving the agent stuck forever in the invoking state: refuse it here,
+  // loudly (test/runtime/corruption.test.ts).
+  const parsed = snapshot;
+  const known = machine.durable.implementations.actors;
+  for (const [id, child] of Object.entries(parsed.children ?? {})) {
+    if (typeof child?.src !== 'string' || !(child.src in known)) {
+      throw new Error(`its snapshot has a running actor "${id}" whose logic "${String(child?.src)}" is not registered`);
+    }
+  }
+  return parsed;
+}
+
+/** The context of a stored checkpoint, for a view (null when its snapshot cannot be read). */
+export function contextOf(checkpoint: Pick<CheckpointRecord, 'snapshot'>): unknown {
+  return (parseJsonObject(checkpoint.snapshot)?.context as unknown) ?? null;
+}
+
+/** The text as a JSON object, or undefined when it is not one. */
+export function parseJsonObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+  } catch {
+    // not JSON: the caller says what that means
+  }
+  return undefined;
+}
+
+function isPersistedSnapshot(value: unknown): value is PersistedSnapshotJson {
+  return typeof value === 'object' && value !== null && 'value' in value && 'status' in value;
+}
