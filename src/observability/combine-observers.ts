@@ -1,7 +1,15 @@
 import type { RuntimeObserver } from '../runtime/observer.js';
 
 type Callback = keyof RuntimeObserver;
-const CALLBACKS: readonly Callback[] = ['transitionCommitted', 'batchCommitted', 'agentFailed', 'ownershipChanged'];
+// A record, so that the compiler refuses a callback added to RuntimeObserver and forgotten here.
+const EVERY_CALLBACK: Record<Callback, true> = {
+  machinesRegistered: true,
+  transitionCommitted: true,
+  batchCommitted: true,
+  agentFailed: true,
+  ownershipChanged: true,
+};
+const CALLBACKS = Object.keys(EVERY_CALLBACK) as Callback[];
 
 /**
  * One observer that calls each given one in turn (the runtime takes one). Every observer sees every
