@@ -106,6 +106,7 @@ if (delayMs > 0) {
   };
 }
 const logLevel = args['log-level'];
+// Built by hand, not with test/helpers/runtime.ts: this is a plain Node process, outside vitest (the fixture needs its hooks).
 const runtime = await createRuntime({
   store,
   ...(logLevel === 'silent' ? {} : { logger: createLogger({ level: logLevel, name: `crash-worker ${process.pid}` }) }),

@@ -1,20 +1,19 @@
-// Test harness for the HTTP layer: a real runtime on a temp SQLite file with the simulated LLM,
-// driven through `app.request()` (no port).
+// Test harness for the HTTP layer: the runtime fixture (test/helpers/runtime.ts: a temp SQLite file,
+// the reference agent with the simulated LLM, logs captured) with the HTTP app on top, driven
+// through `app.request()` (no port).
 import fs from 'node:fs';
 import path from 'node:path';
 import { vi } from 'vitest';
 import { createMachine } from 'xstate';
 import type { LlmClient } from '../../src/llm/client.js';
 import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
-import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../../src/store/store.js';
 import { agentDefinition } from '../../src/agents/reference/definition.js';
-import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import type { AgentView } from '../../src/runtime/views.js';
 import { createServer, type ServerOptions } from '../../src/http/app.js';
-import { captureLogs } from '../helpers/logs.js';
-import { isIdleWithProgress } from '../helpers/runtime.js';
-import { tempDir } from '../helpers/temp.js';
+import { isIdleWithProgress, startRuntime } from '../helpers/runtime.js';
 
 /** A second machine, so that "same id, other machine" (409) can be tested. */
 const toggleDefinition = {
@@ -25,7 +24,7 @@ const toggleDefinition = {
 export interface TestApp {
   app: ReturnType<typeof createServer>;
   runtime: Runtime;
-  store: Store;
+  store: SqliteStore;
   /** Every JSON log line written during the test. */
   logs: Record<string, unknown>[];
   close(): Promise<void>;
@@ -34,13 +33,9 @@ export interface TestApp {
 export async function testApp(
   options: { llm?: LlmClient; token?: string; bodyLimit?: number; shutdown?: AbortSignal } = {},
 ): Promise<TestApp> {
-  const dir = tempDir('durable-agents-http-');
-  const store = await openSqliteStore(path.join(dir, 'agents.db'));
-  const { logger, logs } = captureLogs();
-  const runtime = await createRuntime({
-    store,
-    logger,
+  const { runtime, store, file, logger, logs } = await startRuntime({
     machines: [agentDefinition({ llm: options.llm ?? createSimulatedLlm() }), toggleDefinition],
+    logs: 'captured',
   });
   const serverOptions: ServerOptions = { runtime, logger };
   if (options.token !== undefined) serverOptions.token = options.token;
@@ -54,7 +49,7 @@ export async function testApp(
     logs,
     close: async () => {
       await runtime.close();
-      fs.rmSync(dir, { recursive: true, force: true });
+      fs.rmSync(path.dirname(file), { recursive: true, force: true });
     },
   };
 }

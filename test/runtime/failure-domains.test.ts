@@ -1,41 +1,33 @@
 // The reference agent's failure domains through the REAL stack: the runtime, a SQLite file, the
 // official `openai` client over HTTP to a fake Chat Completions server, and fetch to a webhook sink.
-import fs from 'node:fs';
-import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createOpenAiClient } from '../../src/llm/openai-client.js';
 import type { AgentContext, AgentInput } from '../../src/agents/reference/types.js';
-import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { ActionRecord } from '../../src/store/store.js';
-import { agentDefinition } from '../../src/agents/reference/definition.js';
-import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import type { AgentView } from '../../src/runtime/views.js';
-import { tempDir } from '../helpers/temp.js';
+import { runtimesClosedAfterEach } from '../helpers/runtime.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { startWebhookSink, type WebhookSink } from '../support/webhook-sink.js';
 
 const MAX_ATTEMPTS = 3;
 
-let dir: string;
 let fake: FakeOpenAI;
 let sink: WebhookSink;
 let runtime: Runtime;
 
+afterEach(async () => {
+  await Promise.all([fake?.close(), sink?.close()]);
+});
+// Registered after the hook above, so it runs before it (vitest runs after-hooks as a stack): the
+// runtime is closed before the servers it talks to.
+const startRuntime = runtimesClosedAfterEach();
+
 beforeEach(async () => {
-  dir = tempDir();
   fake = await startFakeOpenAI();
   sink = await startWebhookSink();
   const llm = createOpenAiClient({ baseURL: fake.url, apiKey: 'test' });
-  runtime = await createRuntime({
-    store: await openSqliteStore(path.join(dir, 'agents.db')),
-    machines: [agentDefinition({ llm, defaults: { maxAttempts: MAX_ATTEMPTS, baseDelayMs: 20, maxDelayMs: 200, timeoutMs: 300 } })],
-  });
-});
-
-afterEach(async () => {
-  await runtime?.close();
-  await Promise.all([fake?.close(), sink?.close()]);
-  fs.rmSync(dir, { recursive: true, force: true });
+  ({ runtime } = await startRuntime({ llm, defaults: { maxAttempts: MAX_ATTEMPTS, baseDelayMs: 20, maxDelayMs: 200, timeoutMs: 300 } }));
 });
 
 /**

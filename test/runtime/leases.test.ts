@@ -1,27 +1,19 @@
 // The runtime on a shared (Postgres) store: what it does when its lease runs out, and when another
 // process has taken one of its agents while it still held it in memory.
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { agentDefinition } from '../../src/agents/reference/definition.js';
+import { describe, expect, it, vi } from 'vitest';
+import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { OwnershipChange } from '../../src/runtime/observer.js';
-import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
-import { captureLogs } from '../helpers/logs.js';
 import { freshSchema, postgresUrl, sql } from '../helpers/postgres.js';
-import { isIdleWithProgress, recordingLlm, waitForView } from '../helpers/runtime.js';
+import { isIdleWithProgress, recordingLlm, runtimesClosedAfterEach, waitForView } from '../helpers/runtime.js';
 
-const runtimes: Runtime[] = [];
-afterEach(async () => {
-  await Promise.all(runtimes.splice(0).map((r) => r.close()));
-});
+const startRuntime = runtimesClosedAfterEach();
 
 async function start(schema: string, leaseMs: number, llm = recordingLlm()) {
   const store = await openPostgresStore(postgresUrl, { schema, leaseMs });
-  const { logger, logs } = captureLogs();
   const changes: { change: OwnershipChange; agents: number }[] = [];
   const observer = { ownershipChanged: (event: (typeof changes)[number]) => void changes.push(event) };
-  const runtime = await createRuntime({ store, logger, observer, machines: [agentDefinition({ llm: llm.llm })] });
-  runtimes.push(runtime);
-  return { runtime, store: store as PostgresStore, logs, llm, changes };
+  const { runtime, logs } = await startRuntime({ store, llm: llm.llm, observer, logs: 'captured' });
+  return { runtime, store, logs, llm, changes };
 }
 
 /** Ends a process's lease behind its back, as a long pause or a partition would. */

@@ -1,19 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
-import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { agentDefinition } from '../../src/agents/reference/definition.js';
-import { createRuntime } from '../../src/runtime/runtime.js';
-import { isIdleWithProgress, waitForView } from '../helpers/runtime.js';
-import { tempDbFile } from '../helpers/temp.js';
+import { isIdleWithProgress, startRuntime, waitForView } from '../helpers/runtime.js';
 
 describe('runtime observer', () => {
   it('reports committed transitions with the action that caused them, batches, and failures', async () => {
     const transitions: { seq: number; eventType: string; action?: string }[] = [];
     const batches: number[] = [];
-    const store = await openSqliteStore(tempDbFile());
-    const runtime = await createRuntime({
-      store,
-      machines: [agentDefinition({ llm: createSimulatedLlm() })],
+    const { runtime } = await startRuntime({
       observer: {
         transitionCommitted: (e) => transitions.push({ seq: e.seq, eventType: e.eventType, ...(e.action ? { action: e.action.action } : {}) }),
         batchCommitted: (e) => batches.push(e.size),

@@ -1,11 +1,9 @@
 import { describe, expect, it, vi } from 'vitest';
 import { StepError } from '../../src/core/errors.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { agentDefinition } from '../../src/agents/reference/definition.js';
-import { createRuntime } from '../../src/runtime/runtime.js';
 import { crashableStore } from '../../src/testing/index.js';
 import { tempDbFile } from '../helpers/temp.js';
-import { hangUntilAborted, isIdleWithProgress, recordingLlm, runtimesClosedAfterEach, waitForView } from '../helpers/runtime.js';
+import { hangUntilAborted, isIdleWithProgress, recordingLlm, runtimesClosedAfterEach, startRuntime, waitForView } from '../helpers/runtime.js';
 
 describe('passivation: memory follows the working set', () => {
   const start = runtimesClosedAfterEach();
@@ -54,7 +52,8 @@ describe('passivation: memory follows the working set', () => {
     const raw = await openSqliteStore(file);
     const { store, crashBeforeCheckpoint } = crashableStore(raw);
     crashBeforeCheckpoint(3);
-    const crashed = await createRuntime({ store, machines: [agentDefinition({ llm: recordingLlm().llm })], reloadDelayMs: 2 ** 31 - 1 });
+    // Started without the after-each close: this process is cut off from its store, as a dead one is.
+    const { runtime: crashed } = await startRuntime({ store, llm: recordingLlm().llm, reloadDelayMs: 2 ** 31 - 1 });
     await crashed.spawn('agent', { id: 'a1', input: { tasks: ['t1'] } });
     await vi.waitFor(async () => expect(await raw.getAgent('a1')).toMatchObject({ state: 'persisted', lastSeq: 2 }));
     await raw.close();
