@@ -14,12 +14,10 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createOpenAiClient } from '../../src/llm/openai-client.js';
-import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { agentDefinition } from '../../src/agents/reference/definition.js';
-import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import type { AgentView } from '../../src/runtime/views.js';
 import { createServer } from '../../src/http/app.js';
-import { tempDir } from '../helpers/temp.js';
+import { startRuntime } from '../helpers/runtime.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -41,7 +39,7 @@ const WAIT = { timeout: 10_000 };
 const SLOW_TASK = 'second task (slow)';
 const DOOMED_TASK = 'doomed task';
 
-let dir: string;
+let file: string;
 let fake: FakeOpenAI;
 let runtime: Runtime;
 let server: ServerType;
@@ -57,18 +55,12 @@ beforeAll(async () => {
     throw new Error(`${CHROMIUM} is missing: the browser tests need Debian's Chromium (apt-get install -y chromium).`);
   }
   fs.mkdirSync(SCREENSHOTS, { recursive: true });
-  dir = tempDir('durable-agents-browser-');
   fake = await startFakeOpenAI();
   fake.setLatency((call) => (call.userContent === SLOW_TASK ? 1_500 : 5));
-  runtime = await createRuntime({
-    store: await openSqliteStore(path.join(dir, 'agents.db')),
-    machines: [
-      agentDefinition({
-        llm: createOpenAiClient({ apiKey: 'test', baseURL: fake.url }),
-        defaults: { maxAttempts: 2, baseDelayMs: 10, timeoutMs: 5_000 },
-      }),
-    ],
-  });
+  ({ runtime, file } = await startRuntime({
+    llm: createOpenAiClient({ apiKey: 'test', baseURL: fake.url }),
+    defaults: { maxAttempts: 2, baseDelayMs: 10, timeoutMs: 5_000 },
+  }));
   shutdown = new AbortController();
   const app = createServer({ runtime, token: TOKEN, shutdown: shutdown.signal });
   server = await new Promise<ServerType>((resolve, reject) => {
@@ -94,7 +86,7 @@ afterAll(async () => {
   }
   await runtime?.close();
   await fake?.close();
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  if (file) fs.rmSync(path.dirname(file), { recursive: true, force: true });
 });
 
 afterEach(() => {
