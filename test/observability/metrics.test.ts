@@ -8,6 +8,7 @@ import { agentDefinition } from '../../src/agents/reference/definition.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { createServer } from '../../src/http/app.js';
 import { isIdleWithProgress, runtimesClosedAfterEach, waitForView } from '../helpers/runtime.js';
+import { postJson } from '../http/harness.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { startWebhookSink, type WebhookSink } from '../support/webhook-sink.js';
 import { parsePrometheus, sumOf, valueOf, type Sample } from './prom-text.js';
@@ -67,15 +68,11 @@ async function scrape(app: ReturnType<typeof createServer>): Promise<Sample[]> {
   return parsePrometheus(await res.text());
 }
 
-function post(app: ReturnType<typeof createServer>, url: string, body: unknown) {
-  return app.request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-}
-
 describe('GET /metrics after a run', () => {
   it('counts transitions, LLM calls by outcome, the retry, the effect, commits and action-log rows', async () => {
     const { app } = await start();
     fake.enqueueFaults({ kind: 'status', status: 500 });
-    const spawned = await post(app, '/agents', { machine: 'agent', id: 'a1', input: { tasks: ['t1'], webhook: sink.url } });
+    const spawned = await postJson(app, '/agents', { machine: 'agent', id: 'a1', input: { tasks: ['t1'], webhook: sink.url } });
     expect(spawned.status).toBe(201);
     await waitForView(runtime!, 'a1', isIdleWithProgress(1));
     expect(fake.calls.map((c) => c.outcome)).toEqual(['fault', 'ok']);
@@ -142,13 +139,13 @@ describe('GET /metrics after a run', () => {
   it('live agents by state follow the agents, and failures are counted by reason', async () => {
     const { app } = await start();
     fake.setLatency(1_000); // the call is still in flight at the first scrape, even on a loaded machine
-    await post(app, '/agents', { machine: 'agent', id: 'slow', input: { tasks: ['t1'] } });
-    await post(app, '/agents', { machine: 'boom', id: 'b1' });
+    await postJson(app, '/agents', { machine: 'agent', id: 'slow', input: { tasks: ['t1'] } });
+    await postJson(app, '/agents', { machine: 'boom', id: 'b1' });
     let m = await scrape(app);
     expect(valueOf(m, 'durable_agents_live_agents_by_state', { state: 'callingLLM' })).toBe(1);
     expect(valueOf(m, 'durable_agents_live_agents_by_state', { state: 'armed' })).toBe(1);
 
-    expect((await post(app, '/agents/b1/events', { type: 'explode' })).status).toBe(202);
+    expect((await postJson(app, '/agents/b1/events', { type: 'explode' })).status).toBe(202);
     await waitForView(runtime!, 'b1', (v) => v.status === 'error');
     await waitForView(runtime!, 'slow', isIdleWithProgress(1));
     m = await scrape(app);
