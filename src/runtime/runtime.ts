@@ -204,6 +204,11 @@ export class Runtime {
     return { items, nextCursor: page.nextCursor };
   }
 
+  /** One page of stored agent rows, no checkpoint read: for a list that shows only row fields (the dashboard's). */
+  agents(query: AgentQuery): Promise<Page<AgentRecord>> {
+    return this.store.listAgents(query);
+  }
+
   /** The agent's stored row; NotFoundError (`agent`) if there is none. */
   async agentOrThrow(agentId: string): Promise<AgentRecord> {
     const agent = await this.store.getAgent(agentId);
