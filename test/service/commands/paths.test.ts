@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { runPathsCommand } from '../../src/service/commands/paths.js';
-import { agentPathTestOptions, pathTests } from '../../src/testing/index.js';
+import { runPathsCommand } from '../../../src/service/commands/paths.js';
+import { agentPathTestOptions, pathTests } from '../../../src/testing/index.js';
 
 async function run(...argv: string[]) {
   const lines: string[] = [];
