@@ -1,21 +1,15 @@
 #!/usr/bin/env node
-// Only light modules are imported statically: the signal handlers below are in place before the
-// heavy ones (hono, xstate, openai, better-sqlite3) load, so a SIGTERM at any moment exits 0.
-import { DEFAULT_INSPECT_PORT, loadConfig, type Config } from './config.js';
+// Nothing heavy is imported statically: `serve` puts its signal handlers in place before the
+// config (which reads library defaults) and the service (hono, xstate, openai, better-sqlite3, pg)
+// load, so a SIGTERM at any moment exits 0.
 import { AgentsError } from '../core/errors.js';
+import type { Config } from './config.js';
 import type { Service } from './main.js';
 import type { Logger } from '../core/logger.js';
 
-const USAGE = `Usage: durable-agents serve [--port N] [--host H] [--db PATH] [--database-url URL]
-                            [--llm-base-url URL] [--llm-api-key KEY] [--model NAME]
-                            [--llm-timeout-ms N] [--max-attempts N] [--retry-base-ms N]
-                            [--token T] [--lease-ms N] [--synchronous normal|full]
-                            [--simulated-fault-rate R] [--passivate-after-ms N]
-                            [--inspect[=PORT]]
-       durable-agents paths <machine> [--format text|json] [--depth N]
-Every serve flag also reads its environment variable (see README).
---inspect streams every agent to Stately's inspector (a page on http://localhost:PORT/, default
-${DEFAULT_INSPECT_PORT}, that embeds Stately's web app: the browser needs internet).`;
+async function usage(): Promise<string> {
+  return (await import('./usage.js')).usage();
+}
 
 let service: Service | undefined;
 let log: Logger | undefined;
@@ -46,8 +40,8 @@ async function close(s: Service): Promise<never> {
 
 async function run(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
-  if (command === '--help' || command === '-h' || command === 'help' || rest.includes('--help') || rest.includes('-h')) {
-    console.log(USAGE);
+  if (command === '--help' || command === '-h' || command === 'help' || (command !== 'paths' && (rest.includes('--help') || rest.includes('-h')))) {
+    console.log(await usage());
     return;
   }
   if (command === 'paths') {
@@ -57,22 +51,24 @@ async function run(argv: string[]): Promise<void> {
     return;
   }
   if (command !== 'serve') {
-    console.error(command ? `Unknown command "${command}".\n${USAGE}` : USAGE);
-    process.exit(2);
-  }
-  let config: Config;
-  try {
-    config = loadConfig(rest);
-  } catch (err) {
-    console.error(`${(err as Error).message}\n${USAGE}`);
+    console.error(command ? `Unknown command "${command}".\n${await usage()}` : await usage());
     process.exit(2);
   }
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
-  const [{ main }, { createLogger }] = await Promise.all([import('./main.js'), import('../core/logger.js')]);
+  const { loadConfig } = await import('./config.js');
+  let config: Config;
+  try {
+    config = loadConfig(rest);
+  } catch (err) {
+    console.error(`${(err as Error).message}\n${await usage()}`);
+    process.exit(2);
+  }
+  const [{ main }, { openLogOutput }] = await Promise.all([import('./main.js'), import('./log-output.js')]);
   if (stopping) process.exit(0);
-  log = createLogger();
-  service = await main(config, log);
+  const output = openLogOutput(config.log);
+  log = output.log;
+  service = await main(config, log, process.env, output.announce);
   if (stopping) await close(service);
 }
 

@@ -1,100 +1,212 @@
 import { parseArgs } from 'node:util';
 import { InvalidInputError } from '../core/errors.js';
+import { DEFAULT_LOG_LEVEL, LOG_LEVELS, type LogLevel } from '../core/logger.js';
+import { DEFAULT_AGENT_DEFAULTS } from '../agents/reference/machine.js';
+import type { AgentDefaults } from '../agents/reference/types.js';
+import { DEFAULT_LEASE_MS } from '../store/postgres/postgres-store.js';
+import { inspectPort, integer, nonNegativeNumber, oneOf, postgresUrl, text, type Parse } from './config-values.js';
 
+/** `durable-agents serve`'s settings, by concern. Each comes from a flag, else its env var, else its default. */
 export interface Config {
-  port: number;
-  host: string;
-  db: string;
-  databaseUrl: string | undefined;
-  llmBaseUrl: string | undefined;
-  llmApiKey: string | undefined;
-  model: string;
-  llmTimeoutMs: number;
-  maxAttempts: number;
-  retryBaseMs: number;
-  token: string | undefined;
-  leaseMs: number;
-  /** `full` fsyncs every commit (survives power loss); `normal` survives process crashes. */
-  synchronous: 'normal' | 'full';
-  simulatedFaultRate: number;
-  /** Agents resting this long leave memory (0: never). */
-  passivateAfterMs: number;
+  server: {
+    port: number;
+    host: string;
+    /** When set, every route but /healthz needs `Authorization: Bearer <token>`. */
+    token: string | undefined;
+  };
+  store: {
+    db: string;
+    /** A postgres:// URL selects the Postgres store (shared by many processes) instead of `db`. */
+    databaseUrl: string | undefined;
+    /** `full` fsyncs every commit (survives power loss); `normal` survives process crashes. SQLite only. */
+    synchronous: 'normal' | 'full';
+    /** Postgres only: how long a dead process's agents wait before another takes them over. */
+    leaseMs: number;
+  };
+  llm: {
+    baseUrl: string | undefined;
+    apiKey: string | undefined;
+    model: string;
+    timeoutMs: number;
+    /** The simulated LLM's share of failing calls (used when no real LLM is configured). */
+    simulatedFaultRate: number;
+  };
+  agent: {
+    maxAttempts: number;
+    baseDelayMs: number;
+    /** Unset: the LLM's timeout bounds the webhook too. */
+    webhookTimeoutMs: number | undefined;
+  };
+  runtime: {
+    /** Agents resting this long leave memory (0: never). */
+    passivateAfterMs: number;
+  };
+  log: {
+    level: LogLevel;
+    /** `auto`: readable lines on a terminal, JSON lines otherwise. */
+    format: LogFormatSetting;
+  };
   /** The Stately inspector's port (`--inspect[=PORT]`); unset: no inspector. */
   inspect: number | undefined;
 }
 
+export const LOG_FORMATS = ['auto', 'pretty', 'json'] as const;
+export type LogFormatSetting = (typeof LOG_FORMATS)[number];
+
 /** Stately's own default for its inspector server, so its docs read the same. */
 export const DEFAULT_INSPECT_PORT = 8080;
 
-/** Every flag with its env var and default: the contract's table, in one place. */
-const OPTIONS = {
-  port: { flag: 'port', env: 'PORT', type: 'int', default: 3000 },
-  host: { flag: 'host', env: 'HOST', type: 'string', default: '127.0.0.1' },
-  db: { flag: 'db', env: 'DURABLE_AGENTS_DB', type: 'string', default: './data/agents.db' },
-  databaseUrl: { flag: 'database-url', env: 'DATABASE_URL', type: 'string', default: undefined },
-  llmBaseUrl: { flag: 'llm-base-url', env: 'OPENAI_BASE_URL', type: 'string', default: undefined },
-  llmApiKey: { flag: 'llm-api-key', env: 'OPENAI_API_KEY', type: 'string', default: undefined },
-  model: { flag: 'model', env: 'OPENAI_MODEL', type: 'string', default: 'gpt-4o-mini' },
-  llmTimeoutMs: { flag: 'llm-timeout-ms', env: 'LLM_TIMEOUT_MS', type: 'int', default: 30_000 },
-  maxAttempts: { flag: 'max-attempts', env: 'MAX_ATTEMPTS', type: 'int', default: 5 },
-  retryBaseMs: { flag: 'retry-base-ms', env: 'RETRY_BASE_MS', type: 'int', default: 500 },
-  token: { flag: 'token', env: 'DURABLE_AGENTS_TOKEN', type: 'string', default: undefined },
-  leaseMs: { flag: 'lease-ms', env: 'LEASE_MS', type: 'int', default: 10_000 },
-  synchronous: { flag: 'synchronous', env: 'DURABLE_AGENTS_SYNCHRONOUS', type: 'string', default: 'full' },
-  simulatedFaultRate: { flag: 'simulated-fault-rate', env: 'SIMULATED_FAULT_RATE', type: 'float', default: 0 },
-  passivateAfterMs: { flag: 'passivate-after-ms', env: 'PASSIVATE_AFTER_MS', type: 'int', default: 60_000 },
-  // `--inspect` alone or `=true`: the default port; `=PORT`: that port; env `false`: off.
-  inspect: { flag: 'inspect', env: 'DURABLE_AGENTS_INSPECT', type: 'inspect', default: undefined },
-} as const;
+/**
+ * The server passivates agents that rested a minute; the library (RuntimeOptions.passivateAfterMs)
+ * keeps every agent in memory unless told otherwise. A server lives for weeks while clients spawn
+ * agents without bound, so its memory must follow the working set; a program embedding the
+ * runtime knows its own agents and memory, and a runtime that keeps what it runs is the simpler one
+ * to reason about (and to test).
+ */
+const SERVER_PASSIVATE_AFTER_MS = 60_000;
+
+export interface Option<T> {
+  flag: string;
+  env: string;
+  default: T;
+  parse: Parse<T>;
+  /** For `--help`: the value's placeholder, what the setting does, and the default in words when it is not a value. */
+  value: string;
+  help: string;
+  defaultText?: string;
+}
+
+type Sections = Omit<Config, 'inspect'>;
+type OptionTable = { [S in keyof Sections]: { [K in keyof Sections[S]]-?: Option<Sections[S][K]> } };
+
+/**
+ * Every flag with its env var and default, in one place: the contract's table, and what we added
+ * (webhook timeout, log level and format, synchronous, passivation, fault rate, inspector). Where
+ * the library has a default (the agent's, the lease's), this table takes it from there.
+ */
+export const OPTIONS: OptionTable = {
+  server: {
+    port: { flag: 'port', env: 'PORT', default: 3000, parse: integer({ max: 65_535 }), value: 'N', help: 'port to listen on (0: any free one)' },
+    host: { flag: 'host', env: 'HOST', default: '127.0.0.1', parse: text, value: 'H', help: 'address to listen on' },
+    token: {
+      flag: 'token', env: 'DURABLE_AGENTS_TOKEN', default: undefined, parse: text, value: 'T',
+      help: 'require "Authorization: Bearer T" on every route but /healthz', defaultText: 'unset: no authentication',
+    },
+  },
+  store: {
+    db: { flag: 'db', env: 'DURABLE_AGENTS_DB', default: './data/agents.db', parse: text, value: 'PATH', help: 'SQLite file (created on first start)' },
+    databaseUrl: {
+      flag: 'database-url', env: 'DATABASE_URL', default: undefined, parse: postgresUrl, value: 'URL',
+      help: 'a postgres:// URL: use Postgres, shared by many processes, instead of --db', defaultText: 'unset',
+    },
+    synchronous: {
+      flag: 'synchronous', env: 'DURABLE_AGENTS_SYNCHRONOUS', default: 'full', parse: oneOf(['normal', 'full']), value: 'normal|full',
+      help: 'SQLite: full survives power loss, normal survives process crashes',
+    },
+    leaseMs: {
+      flag: 'lease-ms', env: 'LEASE_MS', default: DEFAULT_LEASE_MS, parse: integer({ min: 100 }), value: 'N',
+      help: "Postgres: how long a dead process's agents wait before another takes them over",
+    },
+  },
+  llm: {
+    baseUrl: {
+      flag: 'llm-base-url', env: 'OPENAI_BASE_URL', default: undefined, parse: text, value: 'URL',
+      help: 'an OpenAI-compatible API', defaultText: "unset: OpenAI's when a key is set",
+    },
+    apiKey: {
+      flag: 'llm-api-key', env: 'OPENAI_API_KEY', default: undefined, parse: text, value: 'KEY',
+      help: 'its API key', defaultText: 'unset; with no key and no URL, a simulated LLM answers',
+    },
+    model: { flag: 'model', env: 'OPENAI_MODEL', default: DEFAULT_AGENT_DEFAULTS.model, parse: text, value: 'NAME', help: "agents' model unless their input names one" },
+    timeoutMs: {
+      flag: 'llm-timeout-ms', env: 'LLM_TIMEOUT_MS', default: DEFAULT_AGENT_DEFAULTS.timeoutMs, parse: integer(), value: 'N',
+      help: 'time limit of one LLM call',
+    },
+    simulatedFaultRate: {
+      flag: 'simulated-fault-rate', env: 'SIMULATED_FAULT_RATE', default: 0, parse: nonNegativeNumber, value: 'R',
+      help: "share of the simulated LLM's calls that fail (transiently)",
+    },
+  },
+  agent: {
+    maxAttempts: {
+      flag: 'max-attempts', env: 'MAX_ATTEMPTS', default: DEFAULT_AGENT_DEFAULTS.maxAttempts, parse: integer(), value: 'N',
+      help: 'calls per step (LLM or webhook) before an agent waits in failed',
+    },
+    baseDelayMs: {
+      flag: 'retry-base-ms', env: 'RETRY_BASE_MS', default: DEFAULT_AGENT_DEFAULTS.baseDelayMs, parse: integer(), value: 'N',
+      help: 'first retry delay; doubles at each attempt, with jitter',
+    },
+    webhookTimeoutMs: {
+      flag: 'webhook-timeout-ms', env: 'WEBHOOK_TIMEOUT_MS', default: DEFAULT_AGENT_DEFAULTS.webhookTimeoutMs, parse: integer({ min: 1 }), value: 'N',
+      help: 'time limit of one webhook delivery', defaultText: 'unset: --llm-timeout-ms',
+    },
+  },
+  runtime: {
+    passivateAfterMs: {
+      flag: 'passivate-after-ms', env: 'PASSIVATE_AFTER_MS', default: SERVER_PASSIVATE_AFTER_MS, parse: integer(), value: 'N',
+      help: 'agents resting this long leave memory until their next event (0: never)',
+    },
+  },
+  log: {
+    level: { flag: 'log-level', env: 'LOG_LEVEL', default: DEFAULT_LOG_LEVEL, parse: oneOf(LOG_LEVELS), value: 'LEVEL', help: LOG_LEVELS.join(', ') },
+    format: {
+      flag: 'log-format', env: 'LOG_FORMAT', default: 'auto', parse: oneOf(LOG_FORMATS), value: 'auto|pretty|json',
+      help: 'auto: readable lines on a terminal, JSON lines when piped',
+    },
+  },
+};
+
+// `--inspect` alone or `=true`: the default port; `=PORT`: that port; env `false`: off.
+export const INSPECT_OPTION: Option<number | undefined> = {
+  flag: 'inspect', env: 'DURABLE_AGENTS_INSPECT', default: undefined, parse: inspectPort(DEFAULT_INSPECT_PORT), value: '[=PORT]',
+  help: `stream every agent to Stately's inspector, a page on http://localhost:PORT/ (bare: port ${DEFAULT_INSPECT_PORT})`, defaultText: 'off',
+};
+
+/** Every option, flat, in the table's order (for parsing and `--help`). */
+export const ALL_OPTIONS: readonly Option<unknown>[] = [
+  ...Object.values(OPTIONS).flatMap((section: Record<string, Option<unknown>>) => Object.values(section)),
+  INSPECT_OPTION,
+];
 
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Config {
   const { values } = parseArgs({
     // Like node's own --inspect[=PORT]: the bare flag takes no value, so "--inspect --port 1" works.
-    args: argv.map((arg) => (arg === '--inspect' ? '--inspect=true' : arg)),
-    options: Object.fromEntries(Object.values(OPTIONS).map((o) => [o.flag, { type: 'string' as const }])),
+    args: argv.map((arg) => (arg === `--${INSPECT_OPTION.flag}` ? `--${INSPECT_OPTION.flag}=true` : arg)),
+    options: Object.fromEntries(ALL_OPTIONS.map((o) => [o.flag, { type: 'string' as const }])),
     strict: true,
     allowPositionals: false,
   });
-  const out: Record<string, unknown> = {};
-  for (const [key, option] of Object.entries(OPTIONS)) {
+  const read = <T>(option: Option<T>): T => {
     const raw = (values[option.flag] as string | undefined) ?? nonEmpty(env[option.env]);
-    out[key] = raw === undefined ? option.default : convert(raw, option.type, option.flag);
-  }
-  const config = out as unknown as Config;
-  if (config.synchronous !== 'normal' && config.synchronous !== 'full') {
-    throw new InvalidInputError(`--synchronous must be "normal" or "full" (got "${String(config.synchronous)}").`);
-  }
-  if (config.port < 0 || config.port > 65_535) throw new InvalidInputError(`--port must be 0–65535 (got ${config.port}).`);
-  if (config.databaseUrl !== undefined && !/^postgres(ql)?:\/\//i.test(config.databaseUrl)) {
-    throw new InvalidInputError('--database-url must be a postgres:// (or postgresql://) URL.');
-  }
-  if (config.leaseMs < 100) throw new InvalidInputError(`--lease-ms must be at least 100 (got ${config.leaseMs}).`);
-  return config;
+    if (raw === undefined) return option.default;
+    // `--token ""` must not silently turn authentication off (nor `--db ""` open a temporary database).
+    if (raw === '') throw new InvalidInputError(`--${option.flag} needs a value.`);
+    return option.parse(raw, option.flag);
+  };
+  const section = <S>(options: { [K in keyof S]: Option<S[K]> }): S =>
+    Object.fromEntries(Object.entries<Option<unknown>>(options).map(([key, option]) => [key, read(option)])) as S;
+  return {
+    server: section(OPTIONS.server),
+    store: section(OPTIONS.store),
+    llm: section(OPTIONS.llm),
+    agent: section(OPTIONS.agent),
+    runtime: section(OPTIONS.runtime),
+    log: section(OPTIONS.log),
+    inspect: read(INSPECT_OPTION),
+  };
+}
+
+/** The reference agent's defaults as this server sets them: the LLM's model and time limit, the retry policy. */
+export function agentDefaults(config: Config): Partial<AgentDefaults> {
+  return {
+    model: config.llm.model,
+    timeoutMs: config.llm.timeoutMs,
+    maxAttempts: config.agent.maxAttempts,
+    baseDelayMs: config.agent.baseDelayMs,
+    ...(config.agent.webhookTimeoutMs === undefined ? {} : { webhookTimeoutMs: config.agent.webhookTimeoutMs }),
+  };
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value === '' ? undefined : value;
-}
-
-function convert(raw: string, type: 'int' | 'float' | 'string' | 'inspect', flag: string): unknown {
-  // `--token ""` must not silently turn authentication off (nor `--db ""` open a temporary database).
-  if (raw === '') throw new InvalidInputError(`--${flag} needs a value.`);
-  if (type === 'string') return raw;
-  if (type === 'inspect') return inspectPort(raw);
-  const n = Number(raw);
-  if (!Number.isFinite(n) || (type === 'int' && !Number.isInteger(n)) || n < 0) {
-    throw new InvalidInputError(`--${flag} must be a non-negative ${type === 'int' ? 'integer' : 'number'} (got "${raw}").`);
-  }
-  return n;
-}
-
-function inspectPort(raw: string): number | undefined {
-  const value = raw.trim().toLowerCase();
-  if (value === 'true') return DEFAULT_INSPECT_PORT;
-  if (value === 'false') return undefined;
-  const port = Number(value);
-  if (!/^\d+$/.test(value) || port < 1 || port > 65_535) {
-    throw new InvalidInputError(`--inspect takes a port from 1 to 65535, as --inspect=PORT (got "${raw}").`);
-  }
-  return port;
 }

@@ -1,5 +1,6 @@
 import { serve, type ServerType } from '@hono/node-server';
-import type { Config } from './config.js';
+import { agentDefaults, type Config } from './config.js';
+import { logGreeting, type Announce } from './greeting.js';
 import type { LlmClient } from '../llm/client.js';
 import { createOpenAiClient } from '../llm/openai-client.js';
 import { createSimulatedLlm } from '../llm/simulated-client.js';
@@ -24,49 +25,43 @@ const SHUTDOWN_GRACE_MS = 5_000;
 
 /**
  * The composition root: open the store, pick the LLM, set up metrics, traces (when OTEL_* asks) and
- * the inspector (with --inspect), recover agents, serve HTTP.
+ * the inspector (with --inspect), recover agents, serve HTTP. `announce` says where it listens
+ * (default: one JSON log line; the CLI prints a greeting on a terminal instead).
  */
-export async function main(config: Config, log: Logger = createLogger(), env: NodeJS.ProcessEnv = process.env): Promise<Service> {
-  const llm = chooseLlm(config, log);
-  const store = await openStore(config);
-  log.info(
-    { store: store.kind, location: store.location, ...(store.leases ? { processId: store.leases.processId, leaseMs: store.leases.leaseMs } : { synchronous: config.synchronous }) },
-    'store open',
-  );
+export async function main(
+  config: Config,
+  log: Logger = createLogger({ level: config.log.level }),
+  env: NodeJS.ProcessEnv = process.env,
+  announce: Announce = logGreeting(log),
+): Promise<Service> {
+  const llm = chooseLlm(config.llm, log);
+  const store = await openStore(config.store);
+  // A shared store's agents are guarded by leases; a SQLite file's commits by its fsync setting.
+  const durability = store.leases ? { leaseMs: store.leases.leaseMs } : { synchronous: config.store.synchronous };
+  const storeFacts = { kind: store.kind, location: store.location, ...durability };
+  log.info({ store: store.kind, location: store.location, ...(store.leases ? { processId: store.leases.processId } : {}), ...durability }, 'store open');
   const observability = await startObservability({ inspectPort: config.inspect, env, log });
+  const { passivateAfterMs } = config.runtime;
   const runtime = await createRuntime({
     store,
     logger: log,
     observer: observability.observer,
     ...(observability.inspect ? { inspect: observability.inspect } : {}),
-    ...(config.passivateAfterMs > 0 ? { passivateAfterMs: config.passivateAfterMs } : {}),
-    machines: [
-      agentDefinition({
-        llm,
-        defaults: {
-          model: config.model,
-          maxAttempts: config.maxAttempts,
-          baseDelayMs: config.retryBaseMs,
-          timeoutMs: config.llmTimeoutMs,
-        },
-      }),
-    ],
+    ...(passivateAfterMs > 0 ? { passivateAfterMs } : {}),
+    machines: [agentDefinition({ llm, defaults: agentDefaults(config) })],
   });
   const shutdown = new AbortController();
-  const app = createServer({ runtime, token: config.token, logger: log, shutdown: shutdown.signal, metrics: observability.metrics });
+  const app = createServer({ runtime, token: config.server.token, logger: log, shutdown: shutdown.signal, metrics: observability.metrics });
   let listening: { server: ServerType; url: string };
   try {
-    listening = await listen(app.fetch, config);
+    listening = await listen(app.fetch, config.server);
   } catch (err) {
     await runtime.close();
     await observability.close();
     throw err;
   }
   const { server, url } = listening;
-  log.info(
-    { url, store: store.kind, location: store.location, llm: llm.description, auth: config.token ? 'bearer token' : 'none' },
-    `durable-agents listening on ${url} (store: ${store.kind} ${store.location}; LLM: ${llm.description})`,
-  );
+  announce({ url, llm: { kind: llm.kind, description: llm.description, model: config.llm.model }, store: storeFacts, auth: config.server.token !== undefined });
   observability.announce();
 
   let closing: Promise<void> | undefined;
@@ -91,7 +86,7 @@ export async function main(config: Config, log: Logger = createLogger(), env: No
 }
 
 /** `--database-url` (Postgres, shared by many processes) wins over `--db` (one SQLite file, one process). */
-function openStore(config: Config): Promise<Store> {
+function openStore(config: Config['store']): Promise<Store> {
   if (!config.databaseUrl) return openSqliteStore(config.db, { synchronous: config.synchronous });
   const { url, schema } = splitSchema(config.databaseUrl);
   return openPostgresStore(url, { leaseMs: config.leaseMs, ...(schema ? { schema } : {}) });
@@ -113,11 +108,11 @@ export function splitSchema(databaseUrl: string): { url: string; schema: string 
   return { url: parsed.toString(), schema };
 }
 
-function chooseLlm(config: Config, log: Logger): LlmClient {
-  if (config.llmApiKey || config.llmBaseUrl) {
+function chooseLlm(config: Config['llm'], log: Logger): LlmClient {
+  if (config.apiKey || config.baseUrl) {
     return createOpenAiClient({
-      ...(config.llmApiKey ? { apiKey: config.llmApiKey } : {}),
-      ...(config.llmBaseUrl ? { baseURL: config.llmBaseUrl } : {}),
+      ...(config.apiKey ? { apiKey: config.apiKey } : {}),
+      ...(config.baseUrl ? { baseURL: config.baseUrl } : {}),
     });
   }
   log.warn(
@@ -127,10 +122,12 @@ function chooseLlm(config: Config, log: Logger): LlmClient {
   return createSimulatedLlm({ faultRate: config.simulatedFaultRate });
 }
 
-function listen(fetch: Parameters<typeof serve>[0]['fetch'], config: Config): Promise<{ server: ServerType; url: string }> {
+function listen(fetch: Parameters<typeof serve>[0]['fetch'], config: Config['server']): Promise<{ server: ServerType; url: string }> {
   return new Promise((resolve, reject) => {
     const server = serve({ fetch, port: config.port, hostname: config.host }, (info) => {
-      resolve({ server, url: `http://${config.host}:${info.port}` });
+      // An IPv6 address goes in brackets in a URL (http://[::1]:3000).
+      const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+      resolve({ server, url: `http://${host}:${info.port}` });
     });
     server.once('error', reject);
   });

@@ -4,7 +4,7 @@ import net from 'node:net';
 import { createWebSocketReceiver, type StatelyInspectionEvent } from '@statelyai/inspect';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { fromPromise, setup, type AnyActorRef, type InspectionEvent } from 'xstate';
-import { DEFAULT_INSPECT_PORT, loadConfig } from '../../src/service/config.js';
+import { loadConfig } from '../../src/service/config.js';
 import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
 import { main } from '../../src/service/main.js';
 import { startInspector, redactInspectionEvent } from '../../src/observability/inspector.js';
@@ -197,22 +197,5 @@ describe('runtime inspect option', () => {
     await second.send('r1', { type: 'task.add', task: 't3' }); // wakes it from the store
     await waitForView(second, 'r1', isIdleWithProgress(3));
     expect(seen).toEqual(expect.arrayContaining(['r1', 'llm']));
-  });
-});
-
-describe('--inspect[=PORT] and DURABLE_AGENTS_INSPECT', () => {
-  it('reads like node --inspect: bare is the default port, =PORT a port, env true/false/PORT', () => {
-    expect(loadConfig([], {}).inspect).toBeUndefined();
-    expect(loadConfig(['--inspect'], {}).inspect).toBe(DEFAULT_INSPECT_PORT);
-    expect(loadConfig(['--inspect', '--port', '1'], {})).toMatchObject({ inspect: DEFAULT_INSPECT_PORT, port: 1 });
-    expect(loadConfig(['--inspect=9229'], {}).inspect).toBe(9229);
-    expect(loadConfig([], { DURABLE_AGENTS_INSPECT: 'true' }).inspect).toBe(DEFAULT_INSPECT_PORT);
-    expect(loadConfig([], { DURABLE_AGENTS_INSPECT: '9230' }).inspect).toBe(9230);
-    expect(loadConfig([], { DURABLE_AGENTS_INSPECT: 'false' }).inspect).toBeUndefined();
-    expect(loadConfig(['--inspect=9231'], { DURABLE_AGENTS_INSPECT: 'false' }).inspect).toBe(9231); // the flag wins
-    for (const bad of ['--inspect=0', '--inspect=70000', '--inspect=abc', '--inspect=']) {
-      expect(() => loadConfig([bad], {})).toThrow(/--inspect/);
-    }
-    expect(() => loadConfig(['--inspect', '9229'], {})).toThrow(/Unexpected argument '9229'/);
   });
 });

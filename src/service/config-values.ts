@@ -1,0 +1,54 @@
+// How one flag's text becomes its value. Every parser names the flag in its refusal, also when the
+// text came from the environment variable: the flag is what `--help` lists.
+import { InvalidInputError } from '../core/errors.js';
+
+export type Parse<T> = (raw: string, flag: string) => T;
+
+export const text: Parse<string> = (raw) => raw;
+
+/** A whole number from `min` (default 0) to `max`. */
+export function integer({ min = 0, max = Number.MAX_SAFE_INTEGER }: { min?: number; max?: number } = {}): Parse<number> {
+  return (raw, flag) => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 0) throw new InvalidInputError(`--${flag} must be a non-negative integer (got "${raw}").`);
+    if (n < min || n > max) {
+      const range = max === Number.MAX_SAFE_INTEGER ? `at least ${min}` : `${min}–${max}`;
+      throw new InvalidInputError(`--${flag} must be ${range} (got ${n}).`);
+    }
+    return n;
+  };
+}
+
+export const nonNegativeNumber: Parse<number> = (raw, flag) => {
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new InvalidInputError(`--${flag} must be a non-negative number (got "${raw}").`);
+  return n;
+};
+
+export function oneOf<const T extends string>(choices: readonly T[]): Parse<T> {
+  return (raw, flag) => {
+    if ((choices as readonly string[]).includes(raw)) return raw as T;
+    const listed = choices.map((c) => `"${c}"`);
+    const words = listed.length === 2 ? listed.join(' or ') : `one of ${listed.join(', ')}`;
+    throw new InvalidInputError(`--${flag} must be ${words} (got "${raw}").`);
+  };
+}
+
+export const postgresUrl: Parse<string> = (raw, flag) => {
+  if (!/^postgres(ql)?:\/\//i.test(raw)) throw new InvalidInputError(`--${flag} must be a postgres:// (or postgresql://) URL.`);
+  return raw;
+};
+
+/** Like node's own `--inspect[=PORT]`: `true` is the default port, `false` is off, else a port. */
+export function inspectPort(defaultPort: number): Parse<number | undefined> {
+  return (raw, flag) => {
+    const value = raw.trim().toLowerCase();
+    if (value === 'true') return defaultPort;
+    if (value === 'false') return undefined;
+    const port = Number(value);
+    if (!/^\d+$/.test(value) || port < 1 || port > 65_535) {
+      throw new InvalidInputError(`--${flag} takes a port from 1 to 65535, as --${flag}=PORT (got "${raw}").`);
+    }
+    return port;
+  };
+}
