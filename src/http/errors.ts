@@ -3,7 +3,7 @@ import { AgentsError, truncate } from '../core/errors.js';
 
 /**
  * Errors that only the HTTP edge can raise (a body, a header, a token). They join the one error
- * family so that `error-handler.ts` renders them like every other `{"error":{"code","message"}}`.
+ * family so that `middleware/error-handler.ts` renders them like every other `{"error":{"code","message"}}`.
  */
 export class HttpError extends AgentsError {
   constructor(

@@ -8,7 +8,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type Re
 import { Hono } from 'hono';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/service/config.js';
-import { httpTracing } from '../../src/http/tracing.js';
+import { httpTracing } from '../../src/http/middleware/tracing.js';
 import { createOpenAiClient } from '../../src/llm/openai-client.js';
 import { main } from '../../src/service/main.js';
 import { silentLogger } from '../../src/core/logger.js';

@@ -16,7 +16,7 @@ import type { Logger } from '../../core/logger.js';
 import { AGENT_STATUSES, type AgentRecord, type AgentStatus } from '../../store/store.js';
 import { actorOf, type RegisteredMachine } from '../../runtime/registered-machine.js';
 import type { Runtime } from '../../runtime/runtime.js';
-import { tokenChecker, type BearerAuthOptions } from '../auth.js';
+import { tokenChecker, type BearerAuthOptions } from '../middleware/auth.js';
 import type { AppEnv } from '../env.js';
 import { AgentPage, MAX_ACTIONS_SHOWN, MAX_CHECKPOINTS_SHOWN, type EventField } from './agent-page.js';
 import { AgentsPage, type AgentFilters } from './agents-page.js';
@@ -73,7 +73,7 @@ export function createDashboard({ runtime, token }: DashboardOptions) {
 
   app.get('/', async (c) => {
     const filters = readFilters(c.req.query());
-    const [{ agents, nextCursor }, { agentsByStatus }] = await Promise.all([listAgents(runtime, filters), runtime.store.stats()]);
+    const [{ agents, nextCursor }, { agentsByStatus }] = await Promise.all([listAgents(runtime, filters), runtime.stats()]);
     return c.html(
       <AgentsPage
         agents={agents}
@@ -187,7 +187,7 @@ async function listAgents(runtime: Runtime, filters: AgentFilters): Promise<{ ag
   for (let scanned = 0; scanned < MAX_SCANNED_PAGES; scanned++) {
     let page;
     try {
-      page = await runtime.store.listAgents({
+      page = await runtime.agents({
         limit: PAGE_SIZE,
         ...(filters.machine ? { machine: filters.machine } : {}),
         ...(filters.status ? { status: filters.status } : {}),

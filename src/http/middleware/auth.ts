@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { getCookie } from 'hono/cookie';
-import { unauthorized } from './errors.js';
+import { unauthorized } from '../errors.js';
 
 const PUBLIC_PATHS = ['/healthz'];
 

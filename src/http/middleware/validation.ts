@@ -1,8 +1,8 @@
 import type { Hook } from '@hono/zod-openapi';
 import type { ZodError } from 'zod';
-import { InvalidIdError, InvalidInputError, type AgentsError } from '../core/errors.js';
-import { describeIssues } from '../core/validation-issues.js';
-import type { AppEnv } from './env.js';
+import { InvalidIdError, InvalidInputError, type AgentsError } from '../../core/errors.js';
+import { describeIssues } from '../../core/validation-issues.js';
+import type { AppEnv } from '../env.js';
 
 const WHERE: Record<string, string> = {
   json: 'request body',

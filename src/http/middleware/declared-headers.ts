@@ -1,7 +1,7 @@
 import type { OpenAPIHono, RouteConfig } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { ZodObject } from 'zod';
-import type { AppEnv } from './env.js';
+import type { AppEnv } from '../env.js';
 import { toValidationError } from './validation.js';
 
 /**
@@ -13,7 +13,9 @@ import { toValidationError } from './validation.js';
 export function declaredHeadersOnly<R extends RouteConfig>(app: OpenAPIHono<AppEnv>, route: R): R {
   const schema = route.request?.headers;
   if (!(schema instanceof ZodObject)) return route;
-  app.openAPIRegistry.registerPath(route);
+  // Documented as `app.openapi` documents a route: without its middleware (a list of functions).
+  const { middleware: _notDocumented, hide: _hidden, ...documented } = route;
+  app.openAPIRegistry.registerPath(documented);
   const names = Object.keys(schema.shape);
   const checkHeaders: MiddlewareHandler<AppEnv> = async (c, next) => {
     const sent: Record<string, string> = {};

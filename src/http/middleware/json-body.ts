@@ -1,12 +1,13 @@
 import type { MiddlewareHandler } from 'hono';
-import type { AppEnv } from './env.js';
 import { bodyLimit } from 'hono/body-limit';
-import { InvalidInputError } from '../core/errors.js';
-import { truncate } from '../core/errors.js';
-import { malformedJson, payloadTooLarge, unsupportedMediaType } from './errors.js';
-import { MAX_JSON_DEPTH } from './schemas.js';
+import { InvalidInputError, truncate } from '../../core/errors.js';
+import type { AppEnv } from '../env.js';
+import { malformedJson, payloadTooLarge, unsupportedMediaType } from '../errors.js';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+/** Deeper JSON than this is refused before parsing: nothing legitimate nests 100 levels. */
+export const MAX_JSON_DEPTH = 100;
 
 const JSON_MEDIA_TYPE = /^application\/json\s*(;|$)/i;
 

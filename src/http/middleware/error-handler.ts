@@ -1,10 +1,10 @@
 import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { AgentsError } from '../core/errors.js';
-import type { Logger } from '../core/logger.js';
-import type { AppEnv } from './env.js';
-import { HttpError, routeNotFound } from './errors.js';
+import { AgentsError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
+import type { AppEnv } from '../env.js';
+import { HttpError, routeNotFound } from '../errors.js';
 
 /** The one table from error codes to statuses. A code missing here is a bug: it answers 500. */
 const STATUS_BY_CODE: Record<string, ContentfulStatusCode> = {

@@ -15,7 +15,7 @@ import {
   ATTR_URL_PATH,
 } from '@opentelemetry/semantic-conventions';
 import type { MiddlewareHandler } from 'hono';
-import { globalTracer } from '../observability/tracing.js';
+import { globalTracer } from '../../observability/tracing.js';
 import { agentIdOf, routeOf } from './request-log.js';
 
 /** `tracer`: default, the globally registered one, looked up per request (an SDK may be registered later). */

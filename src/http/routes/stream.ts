@@ -1,8 +1,30 @@
+/** `GET /agents/{id}/stream`: the agent's view as Server-Sent Events, now and after each committed transition. */
+import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
-import type { Runtime } from '../runtime/runtime.js';
-import type { AgentView } from '../runtime/views.js';
-import type { AppEnv } from './env.js';
+import type { Runtime } from '../../runtime/runtime.js';
+import type { AgentView } from '../../runtime/views.js';
+import type { AppEnv } from '../env.js';
+import { AgentParamsSchema } from './schemas.js';
+import { errorResponses, type ApiApp, type RouteDeps } from './openapi.js';
+
+const streamRoute = createRoute({
+  method: 'get',
+  path: '/agents/{id}/stream',
+  tags: ['agents'],
+  summary: 'Server-Sent Events: a `snapshot` event with the agent view now and after each committed transition',
+  description:
+    'Each event is `event: snapshot` with the agent view as JSON in `data`. The stream ends after a view whose status is not `active`.',
+  request: { params: AgentParamsSchema },
+  responses: {
+    200: { description: 'A text/event-stream of `snapshot` events', content: { 'text/event-stream': { schema: z.string() } } },
+    ...errorResponses(400, 404),
+  },
+});
+
+export function registerStreamRoutes(app: ApiApp, { runtime, shutdown }: Pick<RouteDeps, 'runtime' | 'shutdown'>): void {
+  app.openapi(streamRoute, (c) => streamAgentViews(c, runtime, c.req.valid('param').id, shutdown ? { shutdown } : {}));
+}
 
 export interface StreamOptions {
   /** Aborted when the server shuts down: open streams end so the server can close. */

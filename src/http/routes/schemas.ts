@@ -1,0 +1,53 @@
+/**
+ * The shapes more than one resource uses, as zod schemas. They validate requests and, through
+ * @hono/zod-openapi, they are also the OpenAPI document: one source of truth. A shape only one
+ * resource uses lives in that resource's module.
+ */
+import { z } from '@hono/zod-openapi';
+import { AGENT_STATUSES } from '../../store/store.js';
+import { ID_PATTERN } from '../../runtime/ids.js';
+
+export const IdSchema = z.string().regex(ID_PATTERN).openapi({
+  description: 'An agent id: 1–128 characters from A-Z a-z 0-9 . _ - :',
+  example: 'agent-1',
+});
+
+/** A decimal integer in a query or path parameter; "0x10", "1e2" and " 7" are refused. */
+export const intParam = (min: number, max: number, message: string) =>
+  z
+    .string()
+    .regex(/^\d{1,15}$/, { error: message })
+    .transform(Number)
+    .pipe(z.number().int().min(min, { error: message }).max(max, { error: message }))
+    .openapi({ type: 'integer', minimum: min, maximum: max });
+
+export const Timestamp = z.string().openapi({ description: 'ISO 8601 UTC with milliseconds', example: '2026-11-30T05:41:07.123Z' });
+
+export const ErrorSchema = z
+  .object({
+    error: z.object({
+      code: z.string().openapi({ example: 'not_found' }),
+      message: z.string().openapi({ example: 'No agent with id "agent-1".' }),
+    }),
+  })
+  .openapi('Error');
+
+export const AgentStatusSchema = z.enum(AGENT_STATUSES).openapi('AgentStatus');
+
+export const AgentViewSchema = z
+  .object({
+    id: z.string(),
+    machine: z.string(),
+    status: AgentStatusSchema,
+    state: z.unknown().openapi({ description: 'The XState state value, e.g. "idle" or {"callingLLM":"requesting"}' }),
+    context: z.unknown().openapi({ description: "The machine's context at its last committed checkpoint" }),
+    progress: z.number().int(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .openapi('Agent');
+
+/** `/agents/{id}/…`: the agent the route is about. */
+export const AgentParamsSchema = z.object({
+  id: IdSchema.openapi({ param: { name: 'id', in: 'path' } }),
+});
