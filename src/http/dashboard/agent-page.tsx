@@ -2,20 +2,15 @@ import type { FC } from 'hono/jsx';
 import type { ActionRecord, AgentRecord, CheckpointSummary } from '../../store/store.js';
 import type { AgentView } from '../../runtime/views.js';
 import { shorten } from '../../core/errors.js';
-import { age, asText, clock, pick, pretty } from './format.js';
-import { Layout, StateName, StatusBadge } from './layout.js';
-import { stateText } from '../../core/state-value.js';
+import { asText, clock, pick } from './format.js';
+import { Layout } from './layout.js';
 import type { ActorKind } from '../../durable/definition.js';
 import { readAction } from '../../observability/action-outcome.js';
-import { transitionLabel, type ChartDiagram } from './statechart.js';
-import { Statechart } from './statechart-svg.js';
-
-/** A field an event form asks for: strings as text, anything else as JSON. */
-export interface EventField {
-  name: string;
-  kind: 'text' | 'json';
-  required: boolean;
-}
+import type { ChartDiagram } from './statechart.js';
+import { AgentChart } from './agent-chart.js';
+import { AgentSummary } from './agent-summary.js';
+import { CheckpointTimeline } from './checkpoint-timeline.js';
+import { EventForms, type EventField } from './event-forms.js';
 
 export interface AgentPageProps {
   view: AgentView;
@@ -119,28 +114,9 @@ const ActionRow: FC<{ action: ActionRecord; kind: ActorKind }> = ({ action, kind
   );
 };
 
-const EventForm: FC<{ type: string; fields: EventField[]; accepted: boolean }> = ({ type, fields, accepted }) => (
-  <form data-event={type} hidden={!accepted} class={fields.length ? 'with-fields' : undefined}>
-    <button type="submit">{type}</button>
-    {fields.map((f) => (
-      <input
-        type="text"
-        name={f.name}
-        required={f.required}
-        aria-label={`${type} ${f.name}`}
-        placeholder={f.kind === 'json' ? `${f.name} (JSON)` : f.name}
-        data-kind={f.kind}
-      />
-    ))}
-  </form>
-);
-
 export const AgentPage: FC<AgentPageProps> = (props) => {
   const { view, record, diagram, events, accepted, checkpoints, actions, auth, now } = props;
-  const lastError = pick(view.context, 'lastError');
-  // The caller reads only the newest MAX_…_SHOWN of each, oldest first; the page shows newest first.
-  const shownCheckpoints = [...checkpoints].reverse();
-  const totalCheckpoints = record.lastSeq; // seqs run 1…lastSeq
+  // The caller reads only the newest MAX_ACTIONS_SHOWN, oldest first; the log shows newest first.
   const shownActions = [...actions].reverse();
   return (
     <Layout
@@ -163,120 +139,13 @@ export const AgentPage: FC<AgentPageProps> = (props) => {
             </button>
           ) : null}
         </div>
-        <div data-live="summary">
-          <div class="summary">
-            <div>
-              <span>Status</span>
-              <span id="status">
-                <StatusBadge status={view.status} />
-              </span>
-            </div>
-            <div>
-              <span>State</span>
-              <StateName value={view.state} id="state" />
-            </div>
-            <div>
-              <span>Progress</span>
-              <span id="progress">{view.progress}</span>
-            </div>
-            <div>
-              <span>Age</span>
-              <span title={clock(view.createdAt)}>{age(view.createdAt, now)}</span>
-            </div>
-            <div>
-              <span>Updated</span>
-              <span title={clock(view.updatedAt)}>{age(view.updatedAt, now)} ago</span>
-            </div>
-            <div>
-              <span>Checkpoints</span>
-              <span>{totalCheckpoints}</span>
-            </div>
-          </div>
-          {lastError && typeof lastError === 'object' ? (
-            <div class="alert" id="last-error">
-              <strong>Last error</strong> ({asText(pick(lastError, 'kind')) ?? 'error'} at {asText(pick(lastError, 'step')) ?? '?'},{' '}
-              {String(pick(lastError, 'attempts') ?? '?')} attempt(s)): {asText(pick(lastError, 'message'))}
-            </div>
-          ) : null}
-          {record.error ? (
-            <div class="alert" id="agent-error">
-              <strong>Agent error</strong>: {record.error.message}
-            </div>
-          ) : null}
-        </div>
-        <div class="events" id="events" data-accepted={accepted.join(' ')} style="margin-top: 14px">
-          <h2>
-            Send an event <span class="muted small">(the ones the current state takes)</span>
-          </h2>
-          <div class="forms">
-            {/* Plain buttons first, then the events that ask for fields. */}
-            {[...events]
-              .sort((a, b) => Math.sign(a.fields.length) - Math.sign(b.fields.length))
-              .map((e) => (
-                <EventForm type={e.type} fields={e.fields} accepted={accepted.includes(e.type)} />
-              ))}
-          </div>
-          <p class="muted small" id="no-events" hidden={accepted.length > 0}>
-            {view.status === 'active' ? 'The current state takes no event.' : `The agent is ${view.status}: it takes no more events.`}
-          </p>
-        </div>
+        <AgentSummary view={view} record={record} now={now} />
+        <EventForms events={events} accepted={accepted} status={view.status} />
       </div>
 
       <div class="grid">
-        <div class="card">
-          <h2>Statechart</h2>
-          {diagram ? (
-            <div class="chart-wrap">
-              <Statechart diagram={diagram} state={view.state} />
-            </div>
-          ) : (
-            <p class="muted">The machine "{view.machine}" is not registered in this process: no diagram.</p>
-          )}
-          {diagram?.internal.map((i) => (
-            <p class="small muted">
-              Taken without a change of state {i.state ? `in ${i.state}` : 'in every state'}: <code>{i.events.join(', ')}</code>
-            </p>
-          ))}
-          <details data-live="context">
-            <summary>Context now</summary>
-            <pre id="context">{pretty(view.context)}</pre>
-          </details>
-        </div>
-
-        <div class="card">
-          <h2>
-            Checkpoints <span class="muted small">(newest first; pick one to see it, and fork from it)</span>
-          </h2>
-          <div class="timeline" id="checkpoints" data-live="checkpoints">
-            {shownCheckpoints.map((cp) => (
-              <button type="button" data-seq={cp.seq}>
-                <span class="mono">#{cp.seq}</span>
-                <span>
-                  <span class="state-name">{stateText(cp.state)}</span>{' '}
-                  <span class="ev">{cp.seq === 1 && cp.eventType === 'xstate.init' ? 'start' : transitionLabel(cp.eventType, undefined)}</span>
-                </span>
-                <span class="small muted" title={clock(cp.createdAt)}>
-                  {clock(cp.createdAt).slice(11, 19)} · {cp.progress}
-                </span>
-              </button>
-            ))}
-            {totalCheckpoints > shownCheckpoints.length ? (
-              <p class="small muted" style="padding: 6px 10px">
-                {totalCheckpoints - shownCheckpoints.length} older checkpoints are not shown (GET /agents/{view.id}/checkpoints lists them all).
-              </p>
-            ) : null}
-          </div>
-          <div id="checkpoint-detail" hidden>
-            <div class="row" style="justify-content: space-between; margin-top: 12px">
-              <strong id="checkpoint-title"></strong>
-              <button type="button" id="fork">
-                Fork from this checkpoint
-              </button>
-            </div>
-            <div class="small muted" id="checkpoint-meta"></div>
-            <pre id="checkpoint-context"></pre>
-          </div>
-        </div>
+        <AgentChart view={view} diagram={diagram} />
+        <CheckpointTimeline agentId={view.id} checkpoints={checkpoints} total={record.lastSeq} />
       </div>
 
       <div class="card">

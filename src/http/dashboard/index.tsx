@@ -18,7 +18,8 @@ import { actorOf, type RegisteredMachine } from '../../runtime/registered-machin
 import type { Runtime } from '../../runtime/runtime.js';
 import { tokenChecker, type BearerAuthOptions } from '../middleware/auth.js';
 import type { AppEnv } from '../env.js';
-import { AgentPage, MAX_ACTIONS_SHOWN, MAX_CHECKPOINTS_SHOWN, type EventField } from './agent-page.js';
+import { AgentPage, MAX_ACTIONS_SHOWN, MAX_CHECKPOINTS_SHOWN } from './agent-page.js';
+import type { EventField } from './event-forms.js';
 import { AgentsPage, type AgentFilters } from './agents-page.js';
 import { CLIENT_SCRIPT } from './client.js';
 import { CLIENT_SCRIPT_PATH, Layout, LOGIN_PATH, LOGOUT_PATH } from './layout.js';
