@@ -41,7 +41,7 @@ export async function killAllServers(): Promise<void> {
  * `['--db', file]` or `['--database-url', url]`, `extra` any further flags.
  */
 export async function startServer(options: { store: string[]; llmUrl: string; extra?: string[] }): Promise<ServerProcess> {
-  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info' };
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info', LOG_FORMAT: 'json' };
   for (const name of CONTRACT_ENV) delete env[name];
   const args = ['--conditions=development', '--import', 'tsx', 'src/service/cli.ts', 'serve', '--port', '0', ...options.store];
   args.push('--llm-base-url', options.llmUrl, '--llm-api-key', 'test', '--token', TOKEN, '--retry-base-ms', '20', ...(options.extra ?? []));
