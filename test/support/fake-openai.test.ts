@@ -4,10 +4,12 @@ import OpenAI, {
   APIConnectionTimeoutError,
   APIError,
   AuthenticationError,
+  BadRequestError,
   InternalServerError,
   RateLimitError,
 } from 'openai';
-import { startFakeOpenAI, type FakeOpenAI } from './fake-openai.js';
+import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import { messageText, startFakeOpenAI, usageFor, type FakeOpenAI } from './fake-openai.js';
 
 let fake: FakeOpenAI | undefined;
 afterEach(async () => {
@@ -196,5 +198,195 @@ describe('fake OpenAI server', () => {
     expect(err).toBeInstanceOf(APIConnectionError);
     expect(err).not.toBeInstanceOf(APIConnectionTimeoutError);
     expect(fake.calls[0]?.outcome).toBe('aborted');
+  });
+});
+
+const TOOLS: ChatCompletionTool[] = [
+  { type: 'function', function: { name: 'search', description: 'Search the web', parameters: { type: 'object', properties: { q: { type: 'string' } } } } },
+  { type: 'function', function: { name: 'fetch_page', parameters: { type: 'object' } } },
+];
+
+describe('fake OpenAI server: usage, tool calls, scripted replies', () => {
+  it('sends usage by the documented rule: one token per 4 characters, rounded up', async () => {
+    const { fake, ask } = await setup();
+    const res = await ask('hello');
+    // Prompt: 'be brief' + 'hello' = 13 characters → 4; answer 'answer: hello' = 13 characters → 4.
+    expect(res.usage).toEqual({ prompt_tokens: 4, completion_tokens: 4, total_tokens: 8 });
+    const sent = [{ content: 'be brief' }, { content: 'hello' }];
+    expect(usageFor(sent, 'answer: hello')).toEqual(res.usage);
+    expect(fake.calls[0]?.response).toEqual({ message: { role: 'assistant', content: 'answer: hello' }, finishReason: 'stop', usage: res.usage });
+    expect(usageFor([{ content: '' }], '')).toEqual({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
+    expect(usageFor([{ content: 'abcde' }], 'abcd')).toEqual({ prompt_tokens: 2, completion_tokens: 1, total_tokens: 3 });
+  });
+
+  it('answers scripted tool calls the way the real API does, and records the tools offered', async () => {
+    const { fake, client } = await setup();
+    fake.script({ toolCalls: [{ name: 'search', arguments: { q: 'durable agents' } }, { id: 'mine', name: 'fetch_page', arguments: '{"url": "http://x' }] });
+    const messages: ChatCompletionMessageParam[] = [{ role: 'user', content: 'research' }];
+    const res = await client.chat.completions.create({ model: 'gpt-4o-mini', messages, tools: TOOLS, tool_choice: 'auto' });
+
+    const message = res.choices[0]?.message;
+    expect(res.choices[0]?.finish_reason).toBe('tool_calls');
+    expect(message).toEqual({
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        { id: 'call_1', type: 'function', function: { name: 'search', arguments: '{"q":"durable agents"}' } },
+        // A string goes out as is: here, JSON cut short, as models sometimes produce.
+        { id: 'mine', type: 'function', function: { name: 'fetch_page', arguments: '{"url": "http://x' } },
+      ],
+    });
+    // The tool calls' names and arguments count as the answer's text.
+    expect(messageText(message!)).toBe('search{"q":"durable agents"}fetch_page{"url": "http://x');
+    expect(res.usage).toEqual(usageFor(messages, messageText(message!)));
+    expect(res.usage).toEqual({ prompt_tokens: 2, completion_tokens: 14, total_tokens: 16 });
+    expect(fake.calls[0]).toMatchObject({ tools: TOOLS, toolChoice: 'auto', userContent: 'research', outcome: 'ok' });
+    expect(fake.scripted).toBe(0);
+  });
+
+  it('records the whole exchange as sent, and keys every turn of a task by its first user message', async () => {
+    const { fake, client } = await setup();
+    fake.script({ toolCalls: [{ name: 'search', arguments: { q: 'a' } }, { name: 'search', arguments: { q: 'b' } }] }, { content: 'both found' });
+    const messages: ChatCompletionMessageParam[] = [
+      { role: 'system', content: 'use tools' },
+      { role: 'user', content: 'find a and b' },
+    ];
+    const first = await client.chat.completions.create({ model: 'm', messages, tools: TOOLS });
+    const calls = first.choices[0]?.message.tool_calls ?? [];
+    expect(calls.map((c) => c.id)).toEqual(['call_1', 'call_2']);
+    const exchange: ChatCompletionMessageParam[] = [
+      ...messages,
+      { role: 'assistant', content: null, tool_calls: calls },
+      { role: 'tool', tool_call_id: 'call_1', content: '{"hits":1}' },
+      { role: 'tool', tool_call_id: 'call_2', content: [{ type: 'text', text: 'no hits' }] },
+      { role: 'user', content: 'and be quick' },
+    ];
+    const second = await client.chat.completions.create({ model: 'm', messages: exchange, tools: TOOLS });
+    expect(second.choices[0]).toMatchObject({ message: { role: 'assistant', content: 'both found' }, finish_reason: 'stop' });
+    expect(second.usage).toEqual(usageFor(exchange, 'both found'));
+
+    const recorded = fake.calls[1]!;
+    expect(recorded.rawMessages).toEqual(JSON.parse(JSON.stringify(exchange)));
+    expect(recorded.messages.map((m) => [m.role, m.content])).toEqual([
+      ['system', 'use tools'],
+      ['user', 'find a and b'],
+      ['assistant', ''],
+      ['tool', '{"hits":1}'],
+      ['tool', 'no hits'],
+      ['user', 'and be quick'],
+    ]);
+    expect(recorded.userContent).toBe('find a and b');
+    expect(fake.callsFor('find a and b')).toHaveLength(2);
+    // The script is spent: the default answer again, with new tool-call ids never reused.
+    fake.script({ toolCalls: [{ name: 'search', arguments: {} }] });
+    const third = await client.chat.completions.create({ model: 'm', messages, tools: TOOLS });
+    expect(third.choices[0]?.message.tool_calls?.[0]?.id).toBe('call_3');
+    expect((await client.chat.completions.create({ model: 'm', messages })).choices[0]?.message.content).toBe('answer: find a and b');
+  });
+
+  it('a reply policy answers from the messages so far, and falls through to the script when it returns undefined', async () => {
+    const { fake, client } = await setup();
+    fake.setReplyPolicy((call) => {
+      if (call.userContent === 'scripted') return undefined;
+      const last = call.rawMessages.at(-1);
+      return last?.role === 'tool' ? { content: `the tool said ${String(last.content)}` } : { toolCalls: [{ name: 'search', arguments: { q: call.userContent } }] };
+    });
+    fake.script({ content: 'from the script' });
+
+    // A minimal tool loop: answer every tool call, until the model answers with text.
+    const messages: ChatCompletionMessageParam[] = [{ role: 'user', content: 'loop' }];
+    for (let turn = 0; turn < 5; turn++) {
+      const message = (await client.chat.completions.create({ model: 'm', messages, tools: TOOLS })).choices[0]!.message;
+      messages.push(message);
+      if (!message.tool_calls) break;
+      for (const tc of message.tool_calls) messages.push({ role: 'tool', tool_call_id: tc.id, content: 'found it' });
+    }
+    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(messages.at(-1)).toEqual({ role: 'assistant', content: 'the tool said found it' });
+    expect(fake.scripted).toBe(1); // the policy answered both turns
+
+    const res = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'scripted' }] });
+    expect(res.choices[0]?.message.content).toBe('from the script');
+    fake.setReplyPolicy(undefined);
+    expect((await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] })).choices[0]?.message.content).toBe('answer: x');
+  });
+
+  it('scripted usage replaces the fields it names; null sends no usage at all', async () => {
+    const { fake, ask } = await setup();
+    fake.script(
+      { content: 'abc', usage: { prompt_tokens: 100 } },
+      { content: 'abc', usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 7 } },
+      { content: 'abc', usage: null },
+      { usage: { completion_tokens: 9 } },
+    );
+    expect((await ask('q')).usage).toEqual({ prompt_tokens: 100, completion_tokens: 1, total_tokens: 101 });
+    expect((await ask('q')).usage).toEqual({ prompt_tokens: 1, completion_tokens: 2, total_tokens: 7 });
+    const bare = await ask('q');
+    expect(bare.choices[0]?.message.content).toBe('abc');
+    expect(bare.usage).toBeUndefined();
+    // No content and no tool calls: the default answer, with the scripted usage.
+    const defaulted = await ask('q');
+    expect(defaulted.choices[0]?.message.content).toBe('answer: q');
+    expect(defaulted.usage).toEqual({ prompt_tokens: 3, completion_tokens: 9, total_tokens: 12 });
+    expect(fake.calls[2]?.response?.usage).toBeUndefined();
+  });
+
+  it('faults and refusals are decided before a scripted reply, which waits for the next answered call', async () => {
+    const { fake, client, ask } = await setup();
+    fake.script({ content: 'first scripted' }, { content: 'second scripted' });
+    fake.enqueueFaults({ kind: 'status', status: 503 }, { kind: 'hang' }, { kind: 'malformed' }, { kind: 'delay', ms: 10 });
+    await expect(ask('a')).rejects.toMatchObject({ status: 503 });
+    await expect(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'b' }] }, { timeout: 200 })).rejects.toBeInstanceOf(
+      APIConnectionTimeoutError,
+    );
+    expect((await ask('c')).choices[0]?.message.content ?? null).toBeNull();
+    await expect(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'd' }], tools: [] })).rejects.toBeInstanceOf(BadRequestError);
+    expect(fake.scripted).toBe(2);
+    expect((await ask('e')).choices[0]?.message.content).toBe('first scripted'); // the delay fault: a slow success
+    expect((await ask('f')).choices[0]?.message.content).toBe('second scripted');
+  });
+
+  it('refuses with a 400, as the real API does, what a tool loop may get wrong', async () => {
+    const { fake, client } = await setup();
+    const refusal = async (body: Partial<OpenAI.Chat.ChatCompletionCreateParamsNonStreaming>) => {
+      const err = await failure(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], ...body }));
+      expect(err).toBeInstanceOf(BadRequestError);
+      const { message, param, code } = err as BadRequestError;
+      return { message, param, code };
+    };
+    const assistant = { role: 'assistant' as const, content: null, tool_calls: [{ id: 'c1', type: 'function' as const, function: { name: 'search', arguments: '{}' } }] };
+
+    expect(await refusal({ tools: [] })).toMatchObject({ param: 'tools', code: 'empty_array', message: expect.stringContaining("Invalid 'tools': empty array") });
+    expect(await refusal({ tool_choice: 'auto' })).toMatchObject({ param: 'tool_choice' });
+    expect(await refusal({ tools: [{ type: 'function', function: { name: 'has space' } }] })).toMatchObject({ param: 'tools[0].function.name' });
+    expect(await refusal({ messages: [{ role: 'user', content: 'x' }, { role: 'tool', tool_call_id: 'c1', content: 'orphan' }] })).toEqual({
+      message: "400 Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+      param: 'messages.[1].role',
+      code: null,
+    });
+    expect(await refusal({ messages: [{ role: 'user', content: 'x' }, assistant] })).toMatchObject({
+      message: expect.stringContaining('The following tool_call_ids did not have response messages: c1'),
+      param: 'messages.[1].role',
+    });
+    // An answered call answered twice, and a tool message with no id.
+    const twice = [{ role: 'user' as const, content: 'x' }, assistant, ...[1, 2].map(() => ({ role: 'tool' as const, tool_call_id: 'c1', content: 'r' }))];
+    expect(await refusal({ messages: twice })).toMatchObject({ param: 'messages.[3].role' });
+    expect(await refusal({ messages: [{ role: 'user', content: 'x' }, assistant, { role: 'tool', content: 'r' } as ChatCompletionMessageParam] })).toMatchObject({
+      param: 'messages.[2].tool_call_id',
+    });
+    expect(fake.calls.map((c) => c.outcome)).toEqual(Array(7).fill('fault'));
+
+    const answered = await client.chat.completions.create({
+      model: 'm',
+      tools: TOOLS,
+      messages: [{ role: 'user', content: 'x' }, assistant, { role: 'tool', tool_call_id: 'c1', content: 'r' }],
+    });
+    expect(answered.choices[0]?.message.content).toBe('answer: x');
+  });
+
+  it('strict: false lets through what the real API would refuse', async () => {
+    const { client } = await setup({ strict: false });
+    const res = await client.chat.completions.create({ model: 'm', tools: [], messages: [{ role: 'tool', tool_call_id: 'nobody', content: 'r' }] });
+    expect(res.choices[0]?.message.content).toBe('answer: ');
   });
 });
