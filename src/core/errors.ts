@@ -50,6 +50,20 @@ export class InvalidEventError extends AgentsError {
   }
 }
 
+/**
+ * A URL or address the outbound policy does not let the server reach (a webhook, an HTTP tool):
+ * requests whose target API callers choose must not reach what only the server can reach.
+ */
+export class OutboundNotAllowedError extends AgentsError {
+  readonly code = 'outbound_not_allowed';
+  constructor(
+    readonly host: string,
+    readonly reason: string,
+  ) {
+    super(`Outbound requests to "${truncate(host, 256)}" are not allowed: ${reason}.`);
+  }
+}
+
 /** The store holds data written by a newer version of this program: refuse rather than guess. */
 export class SchemaTooNewError extends AgentsError {
   readonly code = 'schema_too_new';

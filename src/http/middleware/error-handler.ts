@@ -11,6 +11,8 @@ const STATUS_BY_CODE: Record<string, ContentfulStatusCode> = {
   invalid_input: 400,
   invalid_id: 400,
   malformed_json: 400,
+  // A webhook or tool URL the outbound policy refuses (at spawn): the caller's input.
+  outbound_not_allowed: 400,
   unauthorized: 401,
   not_found: 404,
   conflict: 409,
