@@ -1,6 +1,7 @@
 // How one flag's text becomes its value. Every parser names the flag in its refusal, also when the
 // text came from the environment variable: the flag is what `--help` lists.
 import { InvalidInputError } from '../core/errors.js';
+import { parseOutboundPolicy, type OutboundPolicy } from '../core/outbound.js';
 
 export type Parse<T> = (raw: string, flag: string) => T;
 
@@ -52,3 +53,13 @@ export function inspectPort(defaultPort: number): Parse<number | undefined> {
     return port;
   };
 }
+
+/** A comma-separated outbound allow-list (hosts, `*.domain`, addresses, CIDR blocks). */
+export const outboundPolicy: Parse<OutboundPolicy> = (raw, flag) => {
+  try {
+    return parseOutboundPolicy(raw);
+  } catch (err) {
+    if (err instanceof InvalidInputError) throw new InvalidInputError(`--${flag}: ${err.message}`);
+    throw err;
+  }
+};

@@ -1,10 +1,11 @@
 import { parseArgs } from 'node:util';
 import { InvalidInputError } from '../core/errors.js';
 import { DEFAULT_LOG_LEVEL, LOG_LEVELS, type LogLevel } from '../core/logger.js';
+import { parseOutboundPolicy, type OutboundPolicy } from '../core/outbound.js';
 import { DEFAULT_AGENT_DEFAULTS } from '../agents/reference/machine.js';
 import type { AgentDefaults } from '../agents/reference/types.js';
 import { DEFAULT_LEASE_MS } from '../store/postgres/postgres-store.js';
-import { inspectPort, integer, nonNegativeNumber, oneOf, postgresUrl, text, type Parse } from './config-values.js';
+import { inspectPort, integer, nonNegativeNumber, oneOf, outboundPolicy, postgresUrl, text, type Parse } from './config-values.js';
 
 /** `durable-agents serve`'s settings, by concern. Each comes from a flag, else its env var, else its default. */
 export interface Config {
@@ -36,6 +37,10 @@ export interface Config {
     baseDelayMs: number;
     /** Unset: the LLM's timeout bounds the webhook too. */
     webhookTimeoutMs: number | undefined;
+  };
+  outbound: {
+    /** Where webhooks and HTTP tools may send requests; unset: anywhere but link-local and cloud-metadata addresses. */
+    allow: OutboundPolicy;
   };
   runtime: {
     /** Agents resting this long leave memory (0: never). */
@@ -81,7 +86,8 @@ type OptionTable = { [S in keyof Sections]: { [K in keyof Sections[S]]-?: Option
 
 /**
  * Every flag with its env var and default, in one place: the contract's table, and what we added
- * (webhook timeout, log level and format, synchronous, passivation, fault rate, inspector). Where
+ * (webhook timeout, outbound allow-list, log level and format, synchronous, passivation, fault
+ * rate, inspector). Where
  * the library has a default (the agent's, the lease's), this table takes it from there.
  */
 export const OPTIONS: OptionTable = {
@@ -141,6 +147,13 @@ export const OPTIONS: OptionTable = {
       help: 'time limit of one webhook delivery', defaultText: 'unset: --llm-timeout-ms',
     },
   },
+  outbound: {
+    allow: {
+      flag: 'allow-outbound', env: 'DURABLE_AGENTS_ALLOW_OUTBOUND', default: parseOutboundPolicy(undefined), parse: outboundPolicy, value: 'LIST',
+      help: 'the only hosts (a.com, *.a.com for its subdomains), IPs and CIDR blocks, comma-separated, webhooks and HTTP tools may reach',
+      defaultText: 'unset: any but link-local and cloud-metadata addresses',
+    },
+  },
   runtime: {
     passivateAfterMs: {
       flag: 'passivate-after-ms', env: 'PASSIVATE_AFTER_MS', default: SERVER_PASSIVATE_AFTER_MS, parse: integer(), value: 'N',
@@ -190,6 +203,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     store: section(OPTIONS.store),
     llm: section(OPTIONS.llm),
     agent: section(OPTIONS.agent),
+    outbound: section(OPTIONS.outbound),
     runtime: section(OPTIONS.runtime),
     log: section(OPTIONS.log),
     inspect: read(INSPECT_OPTION),

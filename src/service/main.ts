@@ -48,7 +48,7 @@ export async function main(
     observer: observability.observer,
     ...(observability.inspect ? { inspect: observability.inspect } : {}),
     ...(passivateAfterMs > 0 ? { passivateAfterMs } : {}),
-    machines: [agentDefinition({ llm, defaults: agentDefaults(config) })],
+    machines: [agentDefinition({ llm, defaults: agentDefaults(config), outbound: config.outbound.allow })],
   });
   const shutdown = new AbortController();
   const app = createServer({ runtime, token: config.server.token, logger: log, shutdown: shutdown.signal, metrics: observability.metrics });

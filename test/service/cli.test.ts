@@ -12,7 +12,7 @@ const CLI = [process.execPath, '--conditions=development', '--import', 'tsx', 's
 const READ_ENV = [
   'PORT', 'HOST', 'DURABLE_AGENTS_DB', 'DATABASE_URL', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'OPENAI_MODEL', 'LLM_TIMEOUT_MS',
   'MAX_ATTEMPTS', 'RETRY_BASE_MS', 'DURABLE_AGENTS_TOKEN', 'LEASE_MS', 'WEBHOOK_TIMEOUT_MS', 'LOG_LEVEL', 'LOG_FORMAT',
-  'DURABLE_AGENTS_INSPECT', 'PASSIVATE_AFTER_MS', 'NO_COLOR', 'FORCE_COLOR',
+  'DURABLE_AGENTS_INSPECT', 'PASSIVATE_AFTER_MS', 'DURABLE_AGENTS_ALLOW_OUTBOUND', 'NO_COLOR', 'FORCE_COLOR',
 ];
 
 function cleanEnv(env: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
@@ -62,9 +62,10 @@ describe('durable-agents (refusals)', () => {
     expect(output).not.toMatch(/\bat .+\.ts:\d+/); // a sentence, not a stack trace
   });
 
-  it('refuses unknown flags, bad numbers and an empty token with the usage text (exit 2)', { timeout: 30_000 }, async () => {
+  it('refuses unknown flags, bad numbers, an empty token and a bad allow-list with the usage text (exit 2)', { timeout: 30_000 }, async () => {
     const notPostgres = ['serve', '--database-url', 'mysql://root@127.0.0.1/agents'];
-    for (const args of [['serve', '--bogus'], ['serve', '--port', 'eighty'], ['serve', '--token', ''], notPostgres, ['launch']]) {
+    const badAllowList = ['serve', '--allow-outbound', 'https://hooks.example.com'];
+    for (const args of [['serve', '--bogus'], ['serve', '--port', 'eighty'], ['serve', '--token', ''], notPostgres, badAllowList, ['launch']]) {
       const { code, output } = await runCli(args);
       expect(code, args.join(' ')).toBe(2);
       expect(output).toContain('Usage: durable-agents serve');

@@ -1,8 +1,10 @@
 import { createActor, fromPromise } from 'xstate';
 import { describe, expect, it, vi } from 'vitest';
 import { createAgentMachine, DEFAULT_AGENT_DEFAULTS } from '../../src/agents/reference/machine.js';
-import type { AgentInput, EffectRequest, EffectResult, LlmRequest } from '../../src/agents/reference/types.js';
+import type { AgentInput, EffectRequest, EffectResult, LlmAnswer, LlmRequest } from '../../src/agents/reference/types.js';
 import { COMMITTED_EVENT } from '../../src/durable/commit-barrier.js';
+import { parseOutboundPolicy } from '../../src/core/outbound.js';
+import { textAnswer } from '../../src/llm/client.js';
 import { agentDefaults, DEFAULT_INSPECT_PORT, loadConfig, type Config } from '../../src/service/config.js';
 import { DEFAULT_LEASE_MS } from '../../src/store/postgres/postgres-store.js';
 
@@ -13,6 +15,7 @@ describe('loadConfig defaults', () => {
       store: { db: './data/agents.db', databaseUrl: undefined, synchronous: 'full', leaseMs: 10_000 },
       llm: { baseUrl: undefined, apiKey: undefined, model: 'gpt-4o-mini', timeoutMs: 30_000, simulatedFaultRate: 0 },
       agent: { maxAttempts: 5, baseDelayMs: 500, webhookTimeoutMs: undefined },
+      outbound: { allow: parseOutboundPolicy(undefined) },
       runtime: { passivateAfterMs: 60_000 },
       log: { level: 'info', format: 'auto' },
       inspect: undefined,
@@ -46,6 +49,7 @@ const SETTINGS: [string, string, string, (c: Config) => unknown, unknown][] = [
   ['max-attempts', 'MAX_ATTEMPTS', '9', (c) => c.agent.maxAttempts, 9],
   ['retry-base-ms', 'RETRY_BASE_MS', '20', (c) => c.agent.baseDelayMs, 20],
   ['webhook-timeout-ms', 'WEBHOOK_TIMEOUT_MS', '700', (c) => c.agent.webhookTimeoutMs, 700],
+  ['allow-outbound', 'DURABLE_AGENTS_ALLOW_OUTBOUND', 'Hooks.example.com,*.example.org,10.0.0.0/8', (c) => String(c.outbound.allow), 'hooks.example.com,*.example.org,10.0.0.0/8'],
   ['passivate-after-ms', 'PASSIVATE_AFTER_MS', '0', (c) => c.runtime.passivateAfterMs, 0],
   ['log-level', 'LOG_LEVEL', 'silent', (c) => c.log.level, 'silent'],
   ['log-format', 'LOG_FORMAT', 'json', (c) => c.log.format, 'json'],
@@ -81,6 +85,8 @@ describe('loadConfig flags and environment variables', () => {
       [[], { DATABASE_URL: 'mysql://root@db/agents' }, '--database-url must be a postgres:// (or postgresql://) URL.'],
       [[], { LOG_LEVEL: 'loud' }, '--log-level must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent" (got "loud").'],
       [[], { LOG_FORMAT: 'xml' }, '--log-format must be one of "auto", "pretty", "json" (got "xml").'],
+      [['--allow-outbound', '10.0.0.1/8'], {}, '--allow-outbound: The outbound allow-list entry "10.0.0.1/8" has bits set after its prefix (the block is 10.0.0.0/8).'],
+      [[], { DURABLE_AGENTS_ALLOW_OUTBOUND: 'a.com,,b.com' }, '--allow-outbound: The outbound allow-list entry "" is empty (entries are separated by single commas).'],
     ];
     for (const [argv, env, message] of refusals) expect(() => loadConfig(argv, env), message).toThrow(message);
     expect(loadConfig(['--database-url', 'postgresql://pg@db/agents'], {}).store.databaseUrl).toBe('postgresql://pg@db/agents');
@@ -109,6 +115,17 @@ describe('--inspect[=PORT] and DURABLE_AGENTS_INSPECT', () => {
   });
 });
 
+describe('--allow-outbound and DURABLE_AGENTS_ALLOW_OUTBOUND', () => {
+  it('unset, allow any host but link-local and cloud-metadata addresses; set, only what they list', () => {
+    const unset = loadConfig([], {}).outbound.allow;
+    expect(() => unset.checkUrl('http://hooks.example.com/')).not.toThrow();
+    expect(() => unset.checkUrl('http://169.254.169.254/')).toThrow(/not allowed/);
+    const listed = loadConfig(['--allow-outbound', '*.example.com'], {}).outbound.allow;
+    expect(() => listed.checkUrl('http://hooks.example.com/')).not.toThrow();
+    expect(() => listed.checkUrl('http://127.0.0.1/')).toThrow('Outbound requests to "127.0.0.1" are not allowed: the address is not in the allow-list.');
+  });
+});
+
 describe('agentDefaults', () => {
   it('hands the reference agent the LLM’s model and time limit and the retry policy, under the agent’s names', () => {
     const config = loadConfig(['--model', 'm', '--llm-timeout-ms', '900', '--max-attempts', '2', '--retry-base-ms', '30'], {});
@@ -121,9 +138,9 @@ describe('agentDefaults', () => {
     const seen: { llm?: number; webhook?: number } = {};
     const machine = createAgentMachine({ ...DEFAULT_AGENT_DEFAULTS, ...agentDefaults(config) }).provide({
       actors: {
-        callLlm: fromPromise<string, LlmRequest>(async ({ input }) => {
+        callLlm: fromPromise<LlmAnswer, LlmRequest>(async ({ input }) => {
           seen.llm = input.timeoutMs;
-          return 'an answer';
+          return textAnswer('an answer');
         }),
         runSideEffect: fromPromise<EffectResult, EffectRequest>(async ({ input }) => {
           seen.webhook = input.timeoutMs;

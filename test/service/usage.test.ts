@@ -38,5 +38,6 @@ describe('usage', () => {
     expect(usage()).not.toContain('undefined');
     expect(lineOf('--log-format auto|pretty|json')).toMatch(/LOG_FORMAT\s+auto: readable lines on a terminal, JSON lines when piped \[default: auto\]/);
     expect(lines.find((l) => l.trimStart().startsWith('--inspect[=PORT]'))).toContain('DURABLE_AGENTS_INSPECT');
+    expect(lineOf('--allow-outbound LIST')).toMatch(/DURABLE_AGENTS_ALLOW_OUTBOUND\s+.*webhooks and HTTP tools may reach \[default: unset: any but link-local and cloud-metadata addresses\]/);
   });
 });
