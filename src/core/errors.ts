@@ -84,13 +84,17 @@ export class CorruptStateError extends AgentsError {
 }
 
 /**
- * A write for an agent that another process now runs (Postgres store: its lease passed to that
- * process). The write changed nothing; this process must let the agent go, not retry.
+ * A write for an agent this process may no longer write for: another process runs it now (a shared
+ * store: its lease passed to that process), or it has ended (stopped, done, failed). The write
+ * changed nothing; this process must let the agent go, not retry.
  */
 export class FencedError extends AgentsError {
   readonly code = 'fenced';
-  constructor(readonly agentId: string) {
-    super(`Agent "${agentId}" is run by another process now; this process's write for it was refused.`);
+  constructor(
+    readonly agentId: string,
+    why = 'is run by another process now',
+  ) {
+    super(`Agent "${agentId}" ${why}; this process's write for it was refused.`);
   }
 }
 

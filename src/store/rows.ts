@@ -30,23 +30,11 @@ export interface CheckpointRow {
   created_at: string;
 }
 
-/** A row of RESTORABLE: the `c_` columns are null when the agent has no checkpoint yet. */
+/** A row of `RESTORABLE` (sql/restorable.ts): the `c_` columns are null when the agent has no checkpoint yet. */
 export type RestorableRow = Pick<AgentRow, 'id' | 'machine' | 'inbox_position' | 'event_seq' | 'created_at'> & {
   input: string | null; c_seq: number | null; c_machine_version: string; c_event_type: string;
   c_progress: number; c_snapshot: string; c_created_at: string;
 };
-
-/**
- * Agents with their last checkpoint, and the spawn input of those that have none: what restoring
- * needs, in one query (callers add the `where` and `order by`). Reading every agent column and
- * joining every input measured twice as slow on 10,000 agents (SQLite).
- */
-export const RESTORABLE = `
-  select a.id, a.machine, a.inbox_position, a.event_seq, a.created_at,
-         case when c.seq is null then (select i.input from agent_inputs i where i.agent_id = a.id) end as input,
-         c.seq as c_seq, c.machine_version as c_machine_version, c.event_type as c_event_type,
-         c.progress as c_progress, c.snapshot as c_snapshot, c.created_at as c_created_at
-  from agents a left join checkpoints c on c.agent_id = a.id and c.seq = a.last_seq`;
 
 export function toAgent(r: AgentRow): AgentRecord {
   return {

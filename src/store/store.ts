@@ -1,6 +1,8 @@
 /**
- * THE storage interface: the only persistence type the rest of the code sees. Asynchronous even
- * though better-sqlite3 is not, so that the Postgres store (many processes, leases) fits unchanged.
+ * THE storage interface: the only persistence type the rest of the code sees. `Store` is the
+ * combination of small ports, one per use (agent rows, inbox, write batch, history, recovery,
+ * ownership), so that a part of the runtime can say which one it needs. Asynchronous even though
+ * better-sqlite3 is not, so that a store many processes share (Postgres) fits unchanged.
  *
  * @example
  * const store = await openSqliteStore('./data/agents.db');
@@ -99,8 +101,15 @@ export type Write =
   | { kind: 'event'; agentId: string; event: InboxEvent; idempotencyKey: string | null; at: string };
 
 /**
- * What `commit` says of each write, in order: an event's seq, or why that one event was refused
- * (unknown agent, agent not active). A refused event changes nothing and fails no other write.
+ * What `commit` says of each write, in order: an event's seq (`duplicate` when its idempotency key
+ * was seen before), nothing for any other write taken, or why that one write was refused. A refused
+ * write changes nothing and fails no other write:
+ * - an event for an unknown agent (NotFoundError) or for one that has ended (ConflictError);
+ * - a checkpoint, consume or effect for an agent that has ended (stopped, done, error), and a status
+ *   write that would change an ended agent's status (FencedError): no write brings an agent back;
+ * - on a shared store, a write only the agent's owner may make, from another process (FencedError).
+ * A stop for an agent that has ended is taken and changes nothing; an `error` status for an agent
+ * whose last checkpoint ended it in error is taken (it records the error).
  */
 export type WriteResult = AppendResult | { refused: Error } | undefined;
 
@@ -169,78 +178,96 @@ export type RestorableCheckpoint = Omit<CheckpointRecord, 'state' | 'status'>;
 
 export type AppendResult = { seq: number; duplicate: boolean };
 
-export interface Store {
-  readonly kind: 'sqlite' | 'postgres' | 'memory';
-  /** A description for logs (a path or a redacted URL). */
-  readonly location: string;
-
+/** Agents' rows: spawn, read, list. */
+export interface AgentRows {
   /** Idempotent spawn: `created: false` returns the row that was already there. */
   createAgent(agent: NewAgent): Promise<{ agent: AgentRecord; created: boolean }>;
   getAgent(id: string): Promise<AgentRecord | undefined>;
   /** The spawn input, kept apart from the agent row (every transition rewrites the row; the input is read rarely: by fork). */
   getInput(id: string): Promise<unknown>;
+  /** In creation order; the cursor is opaque and only this store's own. */
   listAgents(query: AgentQuery): Promise<Page<AgentRecord>>;
+}
 
+/** An agent's inbox, read from a position on. */
+export interface Inbox {
+  /** The committed events after `position`, in seq order. */
   eventsAfter(agentId: string, position: number): Promise<EventRecord[]>;
+}
 
+/** The one way anything is written after a spawn. */
+export interface WriteBatch {
   /**
-   * Group commit: every write in one transaction, in order; throws (and writes nothing) on a storage
-   * error. Resolves once the batch is durable. The runtime may call it again before an earlier call
-   * resolves (it writes the next batch while the previous one is being made durable): batches must
-   * be applied in call order and resolve in that order.
+   * Group commit: every write in one transaction, in order, each as `WriteResult` says; throws (and
+   * writes nothing) on a storage error or when a write other than an event names no agent
+   * (NotFoundError). Resolves once the batch is durable. The runtime may call it again before an
+   * earlier call resolves (it writes the next batch while the previous one is being made durable):
+   * batches are applied in call order and resolve in that order.
    */
   commit(writes: readonly Write[]): Promise<WriteResult[]>;
+}
 
+/** What an agent did: its checkpoints, its actions, the effects recorded under their keys. */
+export interface History {
   /** Oldest first; with `newest: n`, only the last n (still oldest first): long-lived agents have long histories. */
   listCheckpoints(agentId: string, options?: HistoryOptions): Promise<CheckpointSummary[]>;
   getCheckpoint(agentId: string, seq: number): Promise<CheckpointRecord | undefined>;
   /** Oldest first; `newest` as for checkpoints. */
   listActions(agentId: string, options?: HistoryOptions): Promise<ActionRecord[]>;
+  /** The first result recorded under the key: a later effect under the same key never replaces it. */
   findEffect(idempotencyKey: string): Promise<EffectRecord | undefined>;
+}
 
+/** What bringing agents back into memory reads, and the counts gauges show. */
+export interface Recovery {
   /**
-   * Every active agent with its last checkpoint, for recovery at start. With `skipResting`, agents
-   * that wait for an event and have none pending stay on disk (they are loaded on their next event).
+   * Every active agent with its last checkpoint, in creation order, for recovery at start. With
+   * `skipResting`, agents that wait for an event and have none pending stay on disk (they are
+   * loaded on their next event).
    */
   loadActiveAgents(options?: { skipResting?: boolean }): Promise<RestorableAgent[]>;
   /** One agent as `loadActiveAgents` gives it, to bring back into memory; undefined unless it exists and is active. */
   loadRestorable(id: string): Promise<RestorableAgent | undefined>;
-
   /** Counts for gauges: agents by status, and events accepted but not yet consumed. */
   stats(): Promise<StoreStats>;
+}
 
+export interface Store extends AgentRows, Inbox, WriteBatch, History, Recovery {
+  readonly kind: 'sqlite' | 'postgres' | 'memory';
+  /** A description for logs (a path or a redacted URL). */
+  readonly location: string;
   /**
    * Present on a store that many processes share (Postgres): who runs which agent. When present,
-   * `createAgent` makes this process the new agent's owner, and `commit` refuses (`{ refused:
-   * FencedError }`, writing nothing) a checkpoint, consume, effect or `error` status write for an
-   * agent this process does not own; events and `stopped` status writes are taken from any process.
+   * `createAgent` makes this process the new agent's owner, and `commit` takes checkpoints,
+   * consumes, effects and status writes other than a stop only from the owner (see `WriteResult`);
+   * events and stops are taken from any process.
    */
-  readonly leases?: Leases;
-
+  readonly leases?: Ownership;
   close(): Promise<void>;
 }
 
 /**
- * Leases for a store shared by many processes. A process holds a lease that it renews; it owns the
- * agents it spawned or claimed. When its lease runs out (it died, or lost the database for longer
- * than `leaseMs`), any other process may claim its agents and restore them from their last
- * checkpoint; from then on the old owner's writes for them are refused (fenced).
+ * Who runs which agent, on a store that many processes share. A process holds a lease that it
+ * renews; it owns the agents it spawned or claimed. When its lease runs out (it died, or lost the
+ * store for longer than `leaseMs`), any other process may claim its agents and restore them from
+ * their last checkpoint; from then on the old owner's writes for them are refused (fenced).
  */
-export interface Leases {
-  /** This process's id in the lease table: unique per process start. */
+export interface Ownership {
+  /** This process's id among those sharing the store: unique per process start. */
   readonly processId: string;
   readonly leaseMs: number;
   /**
-   * Takes or renews this process's lease (until now + leaseMs, by the database's clock). False when
-   * it had already run out: other processes may be claiming its agents, so it must stop running
-   * them (its next renew starts a fresh lease).
+   * Takes or renews this process's lease, until `leaseMs` from now by the store's clock (never this
+   * process's: the processes' clocks need not agree). False when it had already run out: other
+   * processes may be claiming its agents, so it must stop running them (its next renew starts a
+   * fresh lease).
    */
   renew(): Promise<boolean>;
   /**
    * Makes this process the owner of up to `limit` active agents that no live process holds (no
-   * owner, or an owner whose lease has run out), oldest first, skipping rows another process is
-   * claiming at the same moment (`FOR UPDATE SKIP LOCKED`). With `skipResting`, as for
-   * `loadActiveAgents`. Returns them ready to restore.
+   * owner, or an owner whose lease has run out), oldest first, and returns them ready to restore.
+   * Processes claiming at the same moment never get the same agent, and none waits for another's
+   * claim. With `skipResting`, as for `loadActiveAgents`.
    */
   claimOrphans(options: { limit: number; skipResting?: boolean }): Promise<RestorableAgent[]>;
   /**
@@ -248,13 +275,20 @@ export interface Leases {
    * `'elsewhere'`: a live process runs it; undefined: no such active agent.
    */
   claim(agentId: string): Promise<RestorableAgent | 'elsewhere' | undefined>;
-  /** Agents this process owns that have inbox events accepted but not yet consumed (a missed notification's safety net). */
+  /** Agents this process owns that have inbox events accepted but not yet consumed (a missed change's safety net). */
   pendingInboxes(): Promise<{ agentId: string; eventSeq: number }[]>;
-  /** Called after any process commits a change of an agent that other processes act on (see `AgentChange`). */
+  /**
+   * Called after any process commits a change of an agent that other processes act on (see
+   * `AgentChange`), in commit order. A change may be missed (the store's connection dropped): the
+   * runtime polls `pendingInboxes` too.
+   */
   onChange(listener: (change: AgentChange) => void): void;
   /** Ends this process's lease now (clean shutdown): its agents may be claimed at once. */
   resign(): Promise<void>;
 }
+
+/** The name `Ownership` had first. */
+export type Leases = Ownership;
 
 /**
  * A change committed by some process, as every process sharing the store hears of it:

@@ -1,14 +1,17 @@
 /**
- * The Postgres store applies a whole batch with a few multi-row statements (see apply-writes.ts).
- * Whatever a batch mixes (kinds, agents, several writes for one agent), each write's result and
- * what can be read afterwards must be what applying the writes one by one gives: the SQLite store,
- * which does exactly that, is the reference. Where Postgres refuses more (fencing, a checkpoint for
- * an agent no longer active), the rest of the batch must be what SQLite gives without those writes.
+ * Every store runs the same write plan (src/store/write-plan.ts) and writes it its own way: the
+ * Postgres store with a few multi-row statements (apply-writes.ts), the SQLite store one row at a
+ * time, the memory store in its maps. Whatever a batch mixes (kinds, agents, several writes for one
+ * agent, writes for agents that have ended), each write's result and everything that can be read
+ * afterwards must be the same in all three; SQLite is the reference. Where Postgres refuses more
+ * (fencing: another process's agent), the rest of the batch must be what SQLite gives without
+ * those writes.
  */
 import pg from 'pg';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConflictError, FencedError, NotFoundError } from '../../src/core/errors.js';
 import { inboxChannel } from '../../src/store/postgres/inbox-listener.js';
+import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { AgentStatus, Store, Write, WriteResult } from '../../src/store/store.js';
@@ -79,15 +82,30 @@ async function readAll(store: Store, ids: readonly string[], effectKeys: readonl
   return { agents, effects, working, stats: await store.stats() };
 }
 
-/** The same agents in a SQLite store and in a Postgres store (which then owns them). */
-async function twoStores(ids: readonly string[]): Promise<{ sqlite: Store; postgres: PostgresStore }> {
+/** The same agents in a SQLite, a memory and a Postgres store (which then owns them). */
+async function threeStores(ids: readonly string[]): Promise<{ sqlite: Store; memory: Store; postgres: PostgresStore }> {
   const sqlite = await openSqlite();
+  const memory = new MemoryStore();
   const postgres = await openPostgres();
   for (const id of ids) {
-    await sqlite.createAgent(newAgent(id));
-    await postgres.createAgent(newAgent(id));
+    for (const store of [sqlite, memory, postgres]) await store.createAgent(newAgent(id));
   }
-  return { sqlite, postgres };
+  return { sqlite, memory, postgres };
+}
+
+/** Commits the batch to every store: each must give what SQLite gives. */
+async function sameOutcome(stores: { sqlite: Store; memory: Store; postgres: Store }, batch: Write[], label?: string): Promise<unknown> {
+  const expected = await outcome(stores.sqlite, batch);
+  expect(await outcome(stores.memory, batch), `memory, ${label}`).toEqual(expected);
+  expect(await outcome(stores.postgres, batch), `postgres, ${label}`).toEqual(expected);
+  return expected;
+}
+
+/** Everything readable is the same in every store. */
+async function sameRows(stores: { sqlite: Store; memory: Store; postgres: Store }, ids: readonly string[], effectKeys: readonly string[], label?: string) {
+  const expected = await readAll(stores.sqlite, ids, effectKeys);
+  expect(await readAll(stores.memory, ids, effectKeys), `memory, ${label}`).toEqual(expected);
+  expect(await readAll(stores.postgres, ids, effectKeys), `postgres, ${label}`).toEqual(expected);
 }
 
 /** Mulberry32: the same batches at every run. */
@@ -102,11 +120,11 @@ function seeded(seed: number): () => number {
 }
 
 /**
- * Random batches over a few agents, mixing every kind: several checkpoints, consumes and events
- * for one agent, keyed events repeated within a batch and across batches, events for unknown or
- * stopped agents, effects under one key, status changes back and forth, and now and then a write
- * for an unknown agent (the whole batch fails). No checkpoint for an agent that is not active at
- * that point: Postgres refuses those and SQLite does not (tested on their own below).
+ * Random batches over the agents, mixing every kind: several checkpoints, consumes and events for
+ * one agent, keyed events repeated within a batch and across batches, events for unknown agents,
+ * effects under one key, status changes, and now and then a write for an unknown agent (the whole
+ * batch fails). Agents end (done, error, stopped) for good: most writes go to a few active ones,
+ * some to ended ones, whose writes every store refuses the same way.
  */
 function batches(ids: readonly string[], effectKeys: readonly string[], count: number, seed: number): Write[][] {
   const random = seeded(seed);
@@ -122,13 +140,17 @@ function batches(ids: readonly string[], effectKeys: readonly string[], count: n
     const size = 1 + upTo(random() < 0.2 ? 60 : 12);
     for (let i = 0; i < size; i++) {
       tick++;
-      const agentId = pick(ids);
+      // The first few agents still active, mostly; any agent (ended ones too) now and then.
+      const active = ids.filter((id) => now.get(id) === 'active').slice(0, 4);
+      const agentId = active.length > 0 && random() < 0.85 ? pick(active) : pick(ids);
+      const isActive = now.get(agentId) === 'active';
       const roll = random();
-      if (roll < 0.35 && now.get(agentId) === 'active') {
+      if (roll < 0.35) {
+        // A checkpoint for an ended agent is refused: its seq is not taken.
         const seq = seqs.get(agentId)! + 1;
-        seqs.set(agentId, seq);
-        const ending = random() < 0.05 ? pick(['done', 'error'] as const) : 'active';
-        now.set(agentId, ending);
+        if (isActive) seqs.set(agentId, seq);
+        const ending = random() < 0.015 ? pick(['done', 'error'] as const) : 'active';
+        if (isActive) now.set(agentId, ending);
         batch.push(
           checkpoint(agentId, seq, {
             status: ending,
@@ -146,12 +168,12 @@ function batches(ids: readonly string[], effectKeys: readonly string[], count: n
         batch.push(event(target, random() < 0.5 ? null : pick(['k0', 'k1', 'k2', 'k3']), tick));
       } else if (roll < 0.78) {
         batch.push(consume(agentId, upTo(8)));
-      } else if (roll < 0.88) {
+      } else if (roll < 0.9) {
         batch.push(effect(agentId, pick(effectKeys), tick));
       } else {
-        // Mostly back to active once stopped or ended, so that checkpoints keep coming.
-        const next = now.get(agentId) !== 'active' && random() < 0.7 ? 'active' : pick(['stopped', 'error', 'active', 'done'] as const);
-        now.set(agentId, next);
+        // Mostly `active` (changes nothing but the error and the time), sometimes an end.
+        const next = random() < 0.8 ? 'active' : pick(['stopped', 'error', 'done'] as const);
+        if (isActive) now.set(agentId, next);
         batch.push(status(agentId, next, next === 'error' ? { name: 'Error', message: `boom ${tick}` } : null));
       }
     }
@@ -166,23 +188,27 @@ function batches(ids: readonly string[], effectKeys: readonly string[], count: n
   return all;
 }
 
-describe('Postgres batches, write for write as SQLite applies them', () => {
+describe('Batches, write for write the same in every store', () => {
   it('gives the same results and the same rows for random batches mixing kinds and agents', async () => {
-    const ids = ['a0', 'a1', 'a2', 'a3', 'a4'];
+    const ids = Array.from({ length: 20 }, (_, i) => `a${String(i).padStart(2, '0')}`);
     const effectKeys = ['e0', 'e1', 'e2', 'e3', 'e4', 'e5', 'e-ghost'];
-    const { sqlite, postgres } = await twoStores(ids);
+    const stores = await threeStores(ids);
     const all = batches(ids, effectKeys, 80, 20261130);
     let failed = 0;
+    let refusedForEnded = 0;
     for (const [n, batch] of all.entries()) {
-      const expected = await outcome(sqlite, batch);
-      expect(await outcome(postgres, batch), `batch ${n}`).toEqual(expected);
+      const expected = await sameOutcome(stores, batch, `batch ${n}`);
       if (typeof expected === 'object' && expected !== null && 'threw' in expected) failed++;
-      if (n % 10 === 9) expect(await readAll(postgres, ids, effectKeys), `after batch ${n}`).toEqual(await readAll(sqlite, ids, effectKeys));
+      else refusedForEnded += (expected as unknown[]).filter((r) => JSON.stringify(r)?.includes('FencedError')).length;
+      if (n % 20 === 19) await sameRows(stores, ids, effectKeys, `after batch ${n}`);
     }
-    expect(await readAll(postgres, ids, effectKeys)).toEqual(await readAll(sqlite, ids, effectKeys));
+    await sameRows(stores, ids, effectKeys, 'at the end');
     // The batches did reach the cases they are there for.
     expect(failed).toBeGreaterThan(0);
-    expect((await postgres.eventsAfter('a0', 0)).some((e) => e.idempotencyKey !== null)).toBe(true);
+    expect(refusedForEnded).toBeGreaterThan(10);
+    const { agentsByStatus } = await stores.postgres.stats();
+    for (const ended of ['done', 'error', 'stopped'] as const) expect(agentsByStatus[ended], ended).toBeGreaterThan(0);
+    expect((await stores.postgres.eventsAfter('a00', 0)).some((e) => e.idempotencyKey !== null)).toBe(true);
     const repeated = all.filter((batch) => {
       const agents = batch.filter((w) => w.kind === 'checkpoint').map((w) => w.agentId);
       return new Set(agents).size < agents.length;
@@ -190,8 +216,9 @@ describe('Postgres batches, write for write as SQLite applies them', () => {
     expect(repeated.length).toBeGreaterThan(10); // several checkpoints of one agent in one batch
   });
 
-  it('applies several writes for one agent in order: checkpoints, consumes, events, keys, effects', async () => {
-    const { sqlite, postgres } = await twoStores(['x', 'y']);
+  it('applies several writes for one agent in order: checkpoints, consumes, events, keys, effects, an end', async () => {
+    const stores = await threeStores(['x', 'y']);
+    const boom = { name: 'Error', message: 'boom' };
     const steps: Write[][] = [
       [event('x', 'k'), event('x'), event('x', 'k'), event('y', 'k'), event('x', 'k2')],
       [
@@ -208,21 +235,22 @@ describe('Postgres batches, write for write as SQLite applies them', () => {
         event('x', 'k3'),
       ],
       [consume('x', 9), event('x'), consume('y', 4), checkpoint('y', 2, { inboxPosition: 3 })],
-      [status('x', 'error', { name: 'Error', message: 'boom' }), event('x', 'k'), event('x'), status('x', 'active'), event('x')],
-      [status('y', 'stopped'), event('y', 'k'), event('y', 'new'), consume('y', 7), effect('y', 'e2', 3)],
+      // An end in the middle: the writes after it are refused, a key seen before still answers.
+      [event('x', 'k'), event('x'), status('x', 'active'), event('x'), status('x', 'error', boom), event('x', 'k'), event('x'), status('x', 'active')],
+      [status('y', 'stopped'), event('y', 'k'), event('y', 'new'), consume('y', 7), effect('y', 'e2', 3), status('y', 'stopped')],
     ];
-    for (const batch of steps) expect(await outcome(postgres, batch)).toEqual(await outcome(sqlite, batch));
-    expect(await readAll(postgres, ['x', 'y'], ['e1', 'e2'])).toEqual(await readAll(sqlite, ['x', 'y'], ['e1', 'e2']));
-    expect(await postgres.getAgent('x')).toMatchObject({ lastSeq: 3, inboxPosition: 9, eventSeq: 6, status: 'active', error: null });
+    for (const [n, batch] of steps.entries()) await sameOutcome(stores, batch, `step ${n}`);
+    await sameRows(stores, ['x', 'y'], ['e1', 'e2']);
+    expect(await stores.postgres.getAgent('x')).toMatchObject({ lastSeq: 3, inboxPosition: 9, eventSeq: 7, status: 'error', error: boom });
+    expect(await stores.postgres.getAgent('y')).toMatchObject({ lastSeq: 2, inboxPosition: 3, eventSeq: 1, status: 'stopped' });
+    expect(await stores.postgres.findEffect('e2')).toBeUndefined();
   });
 
   it('refuses events one by one and keeps the rest of the batch', async () => {
-    const { sqlite, postgres } = await twoStores(['x', 's']);
-    for (const store of [sqlite, postgres]) await store.commit([status('s', 'stopped')]);
+    const stores = await threeStores(['x', 's']);
+    for (const store of Object.values(stores)) await store.commit([status('s', 'stopped')]);
     const batch = [event('x', 'k'), event('ghost'), event('s'), checkpoint('x', 1), event('ghost', 'k'), event('x', 'k'), event('x')];
-    const results = await outcome(postgres, batch);
-    expect(results).toEqual(await outcome(sqlite, batch));
-    expect(results).toEqual([
+    expect(await sameOutcome(stores, batch)).toEqual([
       { seq: 1, duplicate: false },
       { refused: `NotFoundError: ${new NotFoundError('agent', 'ghost').message}` },
       { refused: `ConflictError: ${new ConflictError('Agent "s" is stopped; it takes no more events.').message}` },
@@ -231,51 +259,51 @@ describe('Postgres batches, write for write as SQLite applies them', () => {
       { seq: 1, duplicate: true },
       { seq: 2, duplicate: false },
     ]);
-    expect(await readAll(postgres, ['x', 's'], [])).toEqual(await readAll(sqlite, ['x', 's'], []));
+    await sameRows(stores, ['x', 's'], []);
   });
 
   it('rolls the whole batch back for a write naming no agent, wherever it is', async () => {
-    const { sqlite, postgres } = await twoStores(['x']);
-    await postgres.commit([checkpoint('x', 1)]);
-    await sqlite.commit([checkpoint('x', 1)]);
-    const before = await readAll(postgres, ['x'], ['e']);
+    const stores = await threeStores(['x']);
+    for (const store of Object.values(stores)) await store.commit([checkpoint('x', 1)]);
+    const before = await readAll(stores.postgres, ['x'], ['e']);
     const writes = [event('x', 'k'), checkpoint('x', 2), consume('x', 3), effect('x', 'e'), status('x', 'stopped')];
     for (const ghost of [checkpoint('ghost', 1), consume('ghost', 1), effect('ghost', 'e'), status('ghost', 'stopped'), status('ghost', 'error')]) {
       for (const position of [0, 2, writes.length]) {
-        const batch = writes.toSpliced(position, 0, ghost);
-        const failed = await outcome(postgres, batch);
+        const failed = await sameOutcome(stores, writes.toSpliced(position, 0, ghost));
         expect(failed).toEqual({ threw: `NotFoundError: ${new NotFoundError('agent', 'ghost').message}` });
-        expect(await outcome(sqlite, batch)).toEqual(failed);
       }
     }
-    expect(await readAll(postgres, ['x'], ['e'])).toEqual(before);
-    expect(await readAll(postgres, ['x'], ['e'])).toEqual(await readAll(sqlite, ['x'], ['e']));
+    expect(await readAll(stores.postgres, ['x'], ['e'])).toEqual(before);
+    await sameRows(stores, ['x'], ['e']);
   });
 
   it('rolls the whole batch back when a checkpoint seq is written twice', async () => {
-    const { postgres } = await twoStores(['x', 'y']);
-    const before = await readAll(postgres, ['x', 'y'], []);
-    await expect(postgres.commit([event('y'), checkpoint('y', 1), checkpoint('x', 1), checkpoint('x', 1)])).rejects.toThrow(/checkpoints_pkey|duplicate key/);
-    expect(await readAll(postgres, ['x', 'y'], [])).toEqual(before);
+    const stores = await threeStores(['x', 'y']);
+    const before = await readAll(stores.sqlite, ['x', 'y'], []);
+    const batch = [event('y'), checkpoint('y', 1), checkpoint('x', 1), checkpoint('x', 1)];
+    await expect(stores.postgres.commit(batch)).rejects.toThrow(/checkpoints_pkey|duplicate key/);
+    await expect(stores.sqlite.commit(batch)).rejects.toThrow(/UNIQUE constraint failed: checkpoints/);
+    await expect(stores.memory.commit(batch)).rejects.toThrow('Checkpoint x@1 already exists.');
+    await sameRows(stores, ['x', 'y'], []);
+    expect(await readAll(stores.postgres, ['x', 'y'], [])).toEqual(before);
   });
 
   it('returns one result per write, in order, for a large batch across many agents', async () => {
     const ids = Array.from({ length: 50 }, (_, i) => `agent-${String(i).padStart(2, '0')}`);
-    const { sqlite, postgres } = await twoStores(ids);
+    const stores = await threeStores(ids);
     // Agents in an order unlike the lock order (by id), each with several writes spread out.
     const batch: Write[] = [];
     for (let round = 1; round <= 4; round++) {
       for (const id of [...ids].reverse()) batch.push(event(id, round % 2 ? `k${round}` : null, round), checkpoint(id, round, { inboxPosition: round }));
     }
-    const results = await outcome(postgres, batch);
-    expect(results).toEqual(await outcome(sqlite, batch));
+    const results = await sameOutcome(stores, batch);
     expect((results as unknown[]).filter((r) => r === undefined)).toHaveLength(200);
-    expect(await readAll(postgres, ids, [])).toEqual(await readAll(sqlite, ids, []));
+    await sameRows(stores, ids, []);
   });
 });
 
 describe('Postgres batches: what only Postgres refuses', () => {
-  it('fences other processes’ agents and inactive agents’ checkpoints, write by write, and applies the rest as SQLite does', async () => {
+  it("fences other processes' agents write by write, and applies the rest as SQLite does", async () => {
     const schema = freshSchema();
     const mine = await openPostgres(schema, 'A');
     const theirs = await openPostgres(schema, 'B');
@@ -290,16 +318,17 @@ describe('Postgres batches: what only Postgres refuses', () => {
       { write: event('x') },
       { write: checkpoint('x', 1, { inboxPosition: 1 }) },
       { write: status('x', 'stopped') },
-      { write: checkpoint('x', 2), postgres: fencedHere('x') }, // stopped: no checkpoint brings it back
-      { write: consume('x', 4) }, // its owner still consumes
+      { write: checkpoint('x', 2) }, // stopped: refused in every store, the same way
+      { write: consume('x', 4) },
       { write: event('x') },
       { write: checkpoint('z', 1), postgres: fencedHere('z') }, // another process's agent
       { write: event('z', 'kz') }, // events come from any process
       { write: checkpoint('y', 1, { status: 'done' }) },
-      { write: checkpoint('y', 2), postgres: fencedHere('y') }, // done
+      { write: checkpoint('y', 2) }, // done
       { write: consume('z', 3), postgres: fencedHere('z') },
       { write: effect('z', 'ez'), postgres: fencedHere('z') },
       { write: status('z', 'error', { name: 'Error', message: 'no' }), postgres: fencedHere('z') },
+      { write: status('z', 'active'), postgres: fencedHere('z') },
       { write: status('z', 'stopped') }, // any process may stop an agent
       { write: event('z', 'kz') },
       { write: event('z') },
@@ -315,8 +344,12 @@ describe('Postgres batches: what only Postgres refuses', () => {
     let next = 0;
     expect(results).toEqual(batch.map((b) => b.postgres ?? expected[next++]));
     expect(await readAll(mine, ['x', 'y', 'z'], ['ez', 'ey'])).toEqual(await readAll(sqlite, ['x', 'y', 'z'], ['ez', 'ey']));
-    expect(await mine.getAgent('x')).toMatchObject({ status: 'stopped', lastSeq: 1, inboxPosition: 4, eventSeq: 1 });
-    expect((results as unknown[])[5]).toEqual({ refused: expect.stringContaining('ConflictError') });
+    expect(await mine.getAgent('x')).toMatchObject({ status: 'stopped', lastSeq: 1, inboxPosition: 1, eventSeq: 1 });
+    const refused = (results as unknown[]).map((r) => (r as { refused?: string } | undefined)?.refused?.split(':')[0]);
+    expect(refused).toEqual([
+      undefined, undefined, undefined, 'FencedError', 'FencedError', 'ConflictError', 'FencedError', undefined, undefined, 'FencedError',
+      'FencedError', 'FencedError', 'FencedError', 'FencedError', undefined, undefined, 'ConflictError', 'FencedError',
+    ]);
   });
 });
 
@@ -350,7 +383,7 @@ describe('Postgres batch notifications', () => {
       // Inbox notifications carry the agent's owner then: only that process needs to act on them.
       const me = store.leases.processId;
       await vi.waitFor(() => expect(heard).toContain(`e x 4 ${me}`), { timeout: 5000 });
-      expect(heard).toEqual([`e x 1 ${me}`, `e x 2 ${me}`, `e y 0 ${me}`, `e x 3 ${me}`, 'c w 2', 'c x 2', `e x 4 ${me}`]);
+      expect(heard).toEqual([`e x 1 ${me}`, `e x 2 ${me}`, `s y 0 ${me}`, `e x 3 ${me}`, 'c w 2', 'c x 2', `e x 4 ${me}`]);
     } finally {
       await listener.end();
     }

@@ -2,11 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it, vi } from 'vitest';
-import { SchemaTooNewError } from '../../src/core/errors.js';
+import { FencedError, SchemaTooNewError } from '../../src/core/errors.js';
 import { migrations } from '../../src/store/sqlite/migrations.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { tempDbFile, tempDir } from '../helpers/temp.js';
-import { storeContract } from './store-contract.js';
+import { appendEvent, checkpoint, storeContract } from './store-contract.js';
 
 storeContract('SQLite', () => openSqliteStore(tempDbFile()));
 
@@ -86,5 +86,23 @@ describe('SQLite store files', () => {
     } finally {
       fsyncs.mockRestore();
     }
+  });
+
+  it('sees what another connection to the same file committed between two of its own commits', async () => {
+    const file = tempDbFile();
+    const first = await openSqliteStore(file, { synchronous: 'normal' });
+    const second = await openSqliteStore(file, { synchronous: 'normal' });
+    const createdAt = new Date().toISOString();
+    await first.createAgent({ id: 'a1', machine: 'agent', machineVersion: '1', input: {}, createdAt });
+    // The first one writes (and so knows) the agent's row; the second one changes it behind its back.
+    await first.commit([checkpoint('a1', 1)]);
+    expect(await appendEvent(first, 'a1', { type: 'x' })).toEqual({ seq: 1, duplicate: false });
+    expect(await appendEvent(second, 'a1', { type: 'y' })).toEqual({ seq: 2, duplicate: false });
+    expect(await appendEvent(first, 'a1', { type: 'z' })).toEqual({ seq: 3, duplicate: false });
+    await second.commit([{ kind: 'status', agentId: 'a1', status: 'stopped', error: null, at: createdAt }]);
+    expect(await first.commit([checkpoint('a1', 2)])).toEqual([{ refused: expect.any(FencedError) }]);
+    expect(await first.getAgent('a1')).toMatchObject({ status: 'stopped', lastSeq: 1, eventSeq: 3 });
+    await first.close();
+    await second.close();
   });
 });

@@ -3,8 +3,8 @@
  * suite against a fresh store of its own.
  */
 import { describe, expect, it } from 'vitest';
-import { ConflictError, InvalidInputError, NotFoundError } from '../../src/core/errors.js';
-import type { AppendResult, InboxEvent, Store, Write } from '../../src/store/store.js';
+import { ConflictError, FencedError, InvalidInputError, NotFoundError } from '../../src/core/errors.js';
+import type { AppendResult, InboxEvent, Store, Write, WriteResult } from '../../src/store/store.js';
 
 const at = (ms = 0) => new Date(Date.UTC(2026, 10, 30, 5, 41, 7, ms)).toISOString();
 
@@ -168,6 +168,68 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       expect(await store.getAgent('a1')).toMatchObject({ lastSeq: 0, state: null });
       expect(await store.getAgent('ghost')).toBeUndefined();
       if (kind === 'effect') expect(await store.findEffect('ghost:1')).toBeUndefined();
+      await store.close();
+    });
+
+    const refusedAs = (result: WriteResult) => (result && 'refused' in result ? `${result.refused.name}: ${result.refused.message}` : result);
+    const fencedFor = (agentId: string, status: string) => `FencedError: ${new FencedError(agentId, `is ${status}`).message}`;
+
+    it('refuses a checkpoint, consume and effect for a stopped agent: it stays stopped, and the other writes land', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      await store.createAgent(newAgent('a2'));
+      await store.commit([checkpoint('a1', 1), { kind: 'status', agentId: 'a1', status: 'stopped', error: null, at: at(5) }]);
+      const results = await store.commit([
+        checkpoint('a1', 2, { inboxPosition: 3 }),
+        { kind: 'consume', agentId: 'a1', inboxPosition: 4, at: at(6) },
+        { kind: 'effect', agentId: 'a1', seq: 2, idempotencyKey: 'a1:2', result: { ok: true }, createdAt: at(6) },
+        checkpoint('a2', 1),
+      ]);
+      expect(results.map(refusedAs)).toEqual([fencedFor('a1', 'stopped'), fencedFor('a1', 'stopped'), fencedFor('a1', 'stopped'), undefined]);
+      expect(results[0]).toMatchObject({ refused: expect.any(FencedError) });
+      expect(await store.getAgent('a1')).toMatchObject({ status: 'stopped', lastSeq: 1, state: 's1', inboxPosition: 0, updatedAt: at(5) });
+      expect((await store.listCheckpoints('a1')).map((c) => c.seq)).toEqual([1]);
+      expect(await store.findEffect('a1:2')).toBeUndefined();
+      expect(await store.loadRestorable('a1')).toBeUndefined();
+      expect(await store.getAgent('a2')).toMatchObject({ status: 'active', lastSeq: 1 });
+      await store.close();
+    });
+
+    it('refuses a checkpoint for an agent that is done, in the batch that finished it and after', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      const finishing = await store.commit([checkpoint('a1', 1), checkpoint('a1', 2, { status: 'done' }), checkpoint('a1', 3)]);
+      expect(finishing.map(refusedAs)).toEqual([undefined, undefined, fencedFor('a1', 'done')]);
+      expect((await store.commit([checkpoint('a1', 3)])).map(refusedAs)).toEqual([fencedFor('a1', 'done')]);
+      expect(await store.getAgent('a1')).toMatchObject({ status: 'done', lastSeq: 2, state: 's2' });
+      expect((await store.listCheckpoints('a1')).map((c) => [c.seq, c.status])).toEqual([[1, 'active'], [2, 'done']]);
+      expect(await store.stats()).toMatchObject({ agentsByStatus: { active: 0, done: 1, error: 0, stopped: 0 } });
+      await store.close();
+    });
+
+    it('never changes an ended agent back: a stop leaves it as it is, another status is refused, an error is recorded after its error checkpoint', async () => {
+      const store = await open();
+      for (const id of ['done', 'stopped', 'failed']) await store.createAgent(newAgent(id));
+      const boom = { name: 'Error', message: 'boom' };
+      await store.commit([
+        checkpoint('done', 1, { status: 'done' }),
+        { kind: 'status', agentId: 'stopped', status: 'stopped', error: null, at: at(1) },
+        checkpoint('failed', 1, { status: 'error' }),
+        // The runtime records the error that ended it right after that checkpoint.
+        { kind: 'status', agentId: 'failed', status: 'error', error: boom, at: at(2) },
+      ]);
+      const results = await store.commit([
+        { kind: 'status', agentId: 'done', status: 'stopped', error: null, at: at(3) },
+        { kind: 'status', agentId: 'stopped', status: 'stopped', error: null, at: at(3) },
+        { kind: 'status', agentId: 'stopped', status: 'active', error: null, at: at(3) },
+        { kind: 'status', agentId: 'done', status: 'error', error: boom, at: at(3) },
+        { kind: 'status', agentId: 'failed', status: 'active', error: null, at: at(3) },
+      ]);
+      expect(results.map(refusedAs)).toEqual([undefined, undefined, fencedFor('stopped', 'stopped'), fencedFor('done', 'done'), fencedFor('failed', 'error')]);
+      expect(await store.getAgent('done')).toMatchObject({ status: 'done', error: null, updatedAt: at(1) });
+      expect(await store.getAgent('stopped')).toMatchObject({ status: 'stopped', updatedAt: at(1) });
+      expect(await store.getAgent('failed')).toMatchObject({ status: 'error', error: boom, updatedAt: at(2) });
+      await expect(appendEvent(store, 'failed', { type: 'x' })).rejects.toBeInstanceOf(ConflictError);
       await store.close();
     });
 

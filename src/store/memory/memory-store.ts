@@ -1,4 +1,4 @@
-import { ConflictError, InvalidInputError, NotFoundError } from '../../core/errors.js';
+import { ConflictError, InvalidInputError } from '../../core/errors.js';
 import type {
   ActionRecord,
   AgentQuery,
@@ -8,7 +8,6 @@ import type {
   EffectRecord,
   EventRecord,
   HistoryOptions,
-  InboxEvent,
   NewAgent,
   Page,
   RestorableAgent,
@@ -16,8 +15,8 @@ import type {
   StoreStats,
   Write,
   WriteResult,
-  AppendResult,
 } from '../store.js';
+import { namedAgents, planWrites, type AgentRead, type WritePlan } from '../write-plan.js';
 
 interface AgentData {
   pos: number;
@@ -87,72 +86,72 @@ export class MemoryStore implements Store {
     return { items: page.map((a) => rowCopy(a.record)), nextCursor: matching.length > query.limit && last ? String(last.pos) : null };
   }
 
-  private append(agentId: string, event: InboxEvent, idempotencyKey: string | null, at: string): AppendResult {
-    const data = this.agents.get(agentId);
-    if (!data) throw new NotFoundError('agent', agentId);
-    if (idempotencyKey !== null) {
-      const existing = data.events.find((e) => e.idempotencyKey === idempotencyKey);
-      if (existing) return { seq: existing.seq, duplicate: true };
-    }
-    if (data.record.status !== 'active') throw new ConflictError(`Agent "${agentId}" is ${data.record.status}; it takes no more events.`);
-    const seq = ++data.record.eventSeq;
-    data.events.push({ agentId, seq, event: copy(event), idempotencyKey, createdAt: at });
-    return { seq, duplicate: false };
-  }
-
   async eventsAfter(agentId: string, position: number): Promise<EventRecord[]> {
     return (this.agents.get(agentId)?.events ?? []).filter((e) => e.seq > position).map((e) => ({ ...e, event: copy(e.event) }));
   }
 
+  /**
+   * The write plan every store runs (`../write-plan.ts`), applied to the maps. What only this store
+   * does: it has no transaction, so it checks what a database's keys would refuse (a checkpoint seq
+   * written twice) before changing anything.
+   */
   async commit(writes: readonly Write[]): Promise<WriteResult[]> {
-    // All or nothing, like a transaction: check every write before applying any. Events are
-    // refused one by one instead, as in the SQLite store.
-    for (const w of writes) {
-      if (w.kind === 'event') continue;
-      const data = this.agents.get(w.agentId);
-      if (!data) throw new NotFoundError('agent', w.agentId);
-      if (w.kind === 'checkpoint' && data.checkpoints.some((c) => c.seq === w.seq)) {
-        throw new ConflictError(`Checkpoint ${w.agentId}@${w.seq} already exists.`);
-      }
+    const agents = new Map<string, AgentRead>();
+    for (const id of namedAgents(writes)) {
+      const record = this.agents.get(id)?.record;
+      if (record) agents.set(id, { id, status: record.status, eventSeq: record.eventSeq, inboxPosition: record.inboxPosition });
     }
-    return writes.map((w) => {
-      if (w.kind !== 'event') return this.apply(w, this.agents.get(w.agentId)!);
-      try {
-        return this.append(w.agentId, w.event, w.idempotencyKey, w.at);
-      } catch (err) {
-        if (err instanceof NotFoundError || err instanceof ConflictError) return { refused: err };
-        throw err;
-      }
-    });
+    const committedEvent = (agentId: string, key: string) => this.agents.get(agentId)?.events.find((e) => e.idempotencyKey === key)?.seq;
+    const plan = planWrites(writes, { agents, committedEvent });
+    this.checkKeys(plan);
+    this.write(plan);
+    return plan.results;
   }
 
-  private apply(w: Exclude<Write, { kind: 'event' }>, data: AgentData): undefined {
-    const record = data.record;
-    switch (w.kind) {
-      case 'checkpoint': {
-        // One copy, shared by the checkpoint and the agent row: nothing here mutates it, and reads copy it.
-        const state = copy(w.state);
-        data.checkpoints.push({
-          agentId: w.agentId, seq: w.seq, machineVersion: w.machineVersion, eventType: w.eventType,
-          state, status: w.status, progress: w.progress, snapshot: w.snapshot, createdAt: w.createdAt,
-        });
-        for (const a of w.actions) data.actions.push({ seq: w.seq, ...copy(a), createdAt: w.createdAt });
-        Object.assign(record, { state, status: w.status, progress: w.progress, lastSeq: w.seq, inboxPosition: w.inboxPosition, updatedAt: w.createdAt });
-        data.resting = w.resting ?? false;
-        return;
+  private checkKeys(plan: WritePlan): void {
+    const seqs = new Set<string>();
+    for (const { write: w } of plan.checkpoints) {
+      const key = `${w.agentId}@${w.seq}`;
+      if (seqs.has(key) || this.agents.get(w.agentId)!.checkpoints.some((c) => c.seq === w.seq)) {
+        throw new ConflictError(`Checkpoint ${key} already exists.`);
       }
-      case 'consume':
-        record.inboxPosition = Math.max(record.inboxPosition, w.inboxPosition);
-        record.updatedAt = w.at;
-        return;
-      case 'effect':
-        if (!this.effects.has(w.idempotencyKey)) {
-          this.effects.set(w.idempotencyKey, { idempotencyKey: w.idempotencyKey, agentId: w.agentId, seq: w.seq, result: copy(w.result), createdAt: w.createdAt });
-        }
-        return;
-      case 'status':
-        Object.assign(record, { status: w.status, error: w.error, updatedAt: w.at });
-        return;
+      seqs.add(key);
+    }
+  }
+
+  private write(plan: WritePlan): void {
+    // Each agent's newest checkpoint state, shared with its row: nothing here mutates it, and reads copy it.
+    const states = new Map<string, unknown>();
+    for (const { write: w, state: text } of plan.checkpoints) {
+      const data = this.agents.get(w.agentId)!;
+      const state: unknown = JSON.parse(text);
+      states.set(w.agentId, state);
+      data.checkpoints.push({
+        agentId: w.agentId, seq: w.seq, machineVersion: w.machineVersion, eventType: w.eventType,
+        state, status: w.status, progress: w.progress, snapshot: w.snapshot, createdAt: w.createdAt,
+      });
+      for (const a of w.actions) {
+        // As a SQL store reads it back: JSON cannot hold `undefined`, so it is null.
+        data.actions.push({ seq: w.seq, action: a.action, payload: copy(a.payload) ?? null, result: copy(a.result) ?? null, createdAt: w.createdAt });
+      }
+    }
+    for (const { write: w, seq } of plan.events) {
+      this.agents.get(w.agentId)!.events.push({ agentId: w.agentId, seq, event: copy(w.event), idempotencyKey: w.idempotencyKey, createdAt: w.at });
+    }
+    for (const w of plan.effects) {
+      if (this.effects.has(w.idempotencyKey)) continue; // the first result stays
+      this.effects.set(w.idempotencyKey, { idempotencyKey: w.idempotencyKey, agentId: w.agentId, seq: w.seq, result: copy(w.result) ?? null, createdAt: w.createdAt });
+    }
+    for (const after of plan.agents) {
+      const data = this.agents.get(after.id)!;
+      const record = data.record;
+      Object.assign(record, { status: after.status, inboxPosition: after.inboxPosition, eventSeq: after.eventSeq });
+      if (after.checkpoint) {
+        Object.assign(record, { state: states.get(after.id), progress: after.checkpoint.progress, lastSeq: after.checkpoint.lastSeq });
+        data.resting = after.checkpoint.resting;
+      }
+      if (after.error) record.error = after.error.text === null ? null : (JSON.parse(after.error.text) as AgentRecord['error']);
+      if (after.updatedAt !== undefined) record.updatedAt = after.updatedAt;
     }
   }
 

@@ -1,21 +1,23 @@
 /**
- * One `commit` call's writes, applied inside the transaction the caller opened. Same results and
- * errors as the SQLite store, plus fencing: a process writes checkpoints, consumes, effects and
- * `error` statuses only for the agents it owns (see `Store.leases`).
+ * One `commit` call's writes, applied inside the transaction the caller opened, by the write plan
+ * every store runs (`../write-plan.ts`), with fencing: this process is the owner its guarded writes
+ * must find.
  *
- * A batch costs the same few round trips whatever its size: lock and read every agent row it names,
- * read the committed events under its idempotency keys (only when it carries keys), then one
- * statement that writes everything. What each write does is decided in between, in JavaScript
- * (`batch-plan.ts`). Applying the writes one by one took 1–3 round trips each: 200 checkpoints
- * took ~45 ms of transaction, ~10 ms now.
+ * What only Postgres does: a batch costs the same few round trips whatever its size. Lock and read
+ * every agent row it names, read the committed events under its idempotency keys (only when it
+ * carries keys), plan, then one statement that writes everything and sends the notifications.
+ * Applying the writes one by one took 1–3 round trips each: 200 checkpoints took ~45 ms of
+ * transaction, ~10 ms now.
  */
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { ActionWrite, Write, WriteResult } from '../store.js';
 import { json } from '../rows.js';
 import {
-  planBatch, type AcceptedEvent, type AgentAfter, type AppliedCheckpoint, type BatchPlan, type LockedAgent, type WriteOf,
-} from './batch-plan.js';
+  namedAgents, planWrites, type AcceptedEvent, type AgentAfter, type AgentRead, type AppliedCheckpoint, type WriteOf,
+  type WritePlan,
+} from '../write-plan.js';
+import { notificationPayload } from './inbox-listener.js';
 
 export interface WriteContext {
   /** This process: the owner its guarded writes must find on the agent row. */
@@ -27,7 +29,11 @@ export interface WriteContext {
 export async function applyWrites(client: pg.ClientBase, writes: readonly Write[], context: WriteContext): Promise<WriteResult[]> {
   const agents = await lockAgents(client, writes);
   const eventKeys = await committedEventKeys(client, writes, agents);
-  const plan = planBatch(writes, { agents, eventKeys, processId: context.processId });
+  const plan = planWrites(writes, {
+    agents,
+    committedEvent: (agentId, key) => eventKeys.get(agentId)?.get(key),
+    processId: context.processId,
+  });
   await writePlan(client, plan, context.channel);
   return plan.results;
 }
@@ -38,9 +44,9 @@ export async function applyWrites(client: pg.ClientBase, writes: readonly Write[
  * write order, each could hold a row the other needs), and no owner or status changes meanwhile.
  * A row that changed while this waited for its lock is read as committed (`for update` re-reads it).
  */
-async function lockAgents(client: pg.ClientBase, writes: readonly Write[]): Promise<Map<string, LockedAgent>> {
-  const ids = [...new Set(writes.map((w) => w.agentId))];
-  const { rows } = await client.query<LockedAgent>(
+async function lockAgents(client: pg.ClientBase, writes: readonly Write[]): Promise<Map<string, AgentRead>> {
+  const ids = namedAgents(writes);
+  const { rows } = await client.query<AgentRead>(
     prepared(
       `select id, owner, status, event_seq as "eventSeq", inbox_position as "inboxPosition"
        from agents where id = any($1::text[]) order by id for update`,
@@ -58,7 +64,7 @@ async function lockAgents(client: pg.ClientBase, writes: readonly Write[]): Prom
 async function committedEventKeys(
   client: pg.ClientBase,
   writes: readonly Write[],
-  agents: ReadonlyMap<string, LockedAgent>,
+  agents: ReadonlyMap<string, AgentRead>,
 ): Promise<Map<string, Map<string, number>>> {
   const keyed = writes.filter(
     (w): w is WriteOf<'event'> => w.kind === 'event' && w.idempotencyKey !== null && agents.has(w.agentId),
@@ -87,7 +93,7 @@ async function committedEventKeys(
  * error: Postgres aborts the whole transaction on any error, and a refused write must leave the rest
  * of the batch intact. An error here (a checkpoint seq written twice) rolls the batch back.
  */
-async function writePlan(client: pg.ClientBase, plan: BatchPlan, channel: string): Promise<void> {
+async function writePlan(client: pg.ClientBase, plan: WritePlan, channel: string): Promise<void> {
   const statement = new Statement();
   if (plan.agents.length > 0) statement.with('moved', updateAgents(statement, plan.agents));
   if (plan.checkpoints.length > 0) statement.with('checkpointed', insertCheckpoints(statement, plan.checkpoints));
@@ -97,16 +103,18 @@ async function writePlan(client: pg.ClientBase, plan: BatchPlan, channel: string
   if (plan.effects.length > 0) statement.with('recorded', insertEffects(statement, plan.effects));
   if (statement.empty) return; // every write refused (or a duplicate): nothing to write, nothing to announce
   // Notifications are delivered when the transaction commits, and not at all if it rolls back.
+  const payloads = plan.changes.map(notificationPayload);
   const text = statement.text(
-    plan.announcements.length > 0
-      ? `select pg_notify(${statement.param(channel, 'text')}, payload) from unnest(${statement.param(plan.announcements, 'text[]')}) as payload`
+    payloads.length > 0
+      ? `select pg_notify(${statement.param(channel, 'text')}, payload) from unnest(${statement.param(payloads, 'text[]')}) as payload`
       : 'select 1',
   );
   await client.query(prepared(text, statement.params));
 }
 
 /**
- * Each agent row to its values after the batch. The checkpoint columns change only where a
+ * Each agent row to its values after the batch, one row of `v` per agent (an UPDATE … FROM that
+ * matches a row several times applies only one of them). The checkpoint columns change only where a
  * checkpoint was applied, `error` only where a status was written, `updated_at` not where only
  * events came in (an event leaves it alone): flags and nulls in `v` say which.
  */

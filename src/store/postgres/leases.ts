@@ -1,12 +1,14 @@
 /**
- * Who runs which agent when many processes share one database (see `Leases`). A process's lease is
- * a `processes` row; it owns the agents whose `owner` is its id. Lease times are the database's
- * clock (`now()`), so the processes' clocks never have to agree.
+ * Who runs which agent when many processes share one database (see `Ownership`). A process's lease
+ * is a `processes` row; it owns the agents whose `owner` is its id. Lease times are the database's
+ * clock (`now()`), so the processes' clocks never have to agree. Changes are heard through
+ * LISTEN/NOTIFY (`InboxListener`): the commits send them (`apply-writes.ts`).
  */
 import type pg from 'pg';
-import type { AgentChange, Leases, RestorableAgent } from '../store.js';
+import type { AgentChange, Ownership, RestorableAgent } from '../store.js';
 import type { InboxListener } from './inbox-listener.js';
-import { RESTORABLE, toRestorable, type RestorableRow } from '../rows.js';
+import { toRestorable, type RestorableRow } from '../rows.js';
+import { RESTORABLE, WORKING } from '../sql/restorable.js';
 
 /**
  * An agent no live process holds: no owner, or an owner without a lease or whose lease ran out.
@@ -21,7 +23,7 @@ const RESIGN = `
   with ended as (delete from processes where id = $1)
   update agents set owner = null where owner = $1`;
 
-export class PostgresLeases implements Leases {
+export class PostgresLeases implements Ownership {
   constructor(
     private readonly pool: pg.Pool,
     private readonly listener: InboxListener,
@@ -43,11 +45,15 @@ export class PostgresLeases implements Leases {
     return false;
   }
 
+  /**
+   * `for update skip locked`: rows another process is claiming at this moment are skipped, not
+   * waited for, and each row is claimed by one statement only.
+   */
   async claimOrphans(options: { limit: number; skipResting?: boolean }): Promise<RestorableAgent[]> {
     const { rows } = await this.pool.query<{ id: string }>(
       `with orphans as (
          select a.id from agents a
-         where a.status = 'active' and ${NOT_HELD} ${options.skipResting ? 'and (not a.resting or a.event_seq > a.inbox_position)' : ''}
+         where a.status = 'active' and ${NOT_HELD} ${options.skipResting ? `and ${WORKING}` : ''}
          order by a.pos
          limit $2
          for update of a skip locked

@@ -25,9 +25,6 @@ import { InboxListener, inboxChannel } from './inbox-listener.js';
 import { PostgresLeases } from './leases.js';
 import { migrate } from './migrations.js';
 import {
-  RESTORABLE,
-  decodeCursor,
-  encodeCursor,
   parseOr,
   toAgent,
   toCheckpoint,
@@ -44,6 +41,10 @@ import {
   type EventRow,
   type RestorableRow,
 } from '../rows.js';
+import { listAgentsQuery, toAgentPage } from '../sql/agent-list.js';
+import { postgresDialect } from '../sql/dialect.js';
+import { historyQuery } from '../sql/history.js';
+import { RESTORABLE, WORKING } from '../sql/restorable.js';
 import { WriteConnection } from './write-connection.js';
 import { CommitQueue } from './commit-queue.js';
 
@@ -178,19 +179,9 @@ export class PostgresStore implements Store {
   }
 
   async listAgents(query: AgentQuery): Promise<Page<AgentRecord>> {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (query.machine !== undefined) where.push(`a.machine = $${params.push(query.machine)}`);
-    if (query.status !== undefined) where.push(`a.status = $${params.push(query.status)}`);
-    const after = decodeCursor(query.cursor);
-    if (after !== undefined) where.push(`a.pos > $${params.push(after)}`);
-    const { rows } = await this.pool.query<AgentRow>(
-      `select a.* from agents a ${where.length ? `where ${where.join(' and ')}` : ''} order by a.pos limit $${params.push(query.limit + 1)}`,
-      params,
-    );
-    const page = rows.slice(0, query.limit);
-    const last = page.at(-1);
-    return { items: page.map(toAgent), nextCursor: rows.length > query.limit && last ? encodeCursor(last.pos) : null };
+    const { text, params } = listAgentsQuery(query, postgresDialect);
+    const { rows } = await this.pool.query<AgentRow>(text, params);
+    return toAgentPage(rows, query.limit);
   }
 
   async eventsAfter(agentId: string, position: number): Promise<EventRecord[]> {
@@ -208,14 +199,8 @@ export class PostgresStore implements Store {
   }
 
   async listCheckpoints(agentId: string, options: HistoryOptions = {}): Promise<CheckpointSummary[]> {
-    const { rows } = await this.pool.query<CheckpointSummaryRow>(
-      options.newest === undefined
-        ? 'select seq, event_type, state, status, progress, created_at from checkpoints where agent_id = $1 order by seq'
-        : `select * from (
-             select seq, event_type, state, status, progress, created_at from checkpoints where agent_id = $1 order by seq desc limit $2
-           ) newest order by seq`,
-      options.newest === undefined ? [agentId] : [agentId, options.newest],
-    );
+    const { text, params } = historyQuery('checkpoints', agentId, options, postgresDialect);
+    const { rows } = await this.pool.query<CheckpointSummaryRow>(text, params);
     return rows.map(toCheckpointSummary);
   }
 
@@ -225,14 +210,8 @@ export class PostgresStore implements Store {
   }
 
   async listActions(agentId: string, options: HistoryOptions = {}): Promise<ActionRecord[]> {
-    const { rows } = await this.pool.query<ActionRow>(
-      options.newest === undefined
-        ? 'select seq, action, payload, result, created_at from actions where agent_id = $1 order by seq'
-        : `select * from (
-             select seq, action, payload, result, created_at from actions where agent_id = $1 order by seq desc limit $2
-           ) newest order by seq`,
-      options.newest === undefined ? [agentId] : [agentId, options.newest],
-    );
+    const { text, params } = historyQuery('actions', agentId, options, postgresDialect);
+    const { rows } = await this.pool.query<ActionRow>(text, params);
     return rows.map(toAction);
   }
 
@@ -242,7 +221,7 @@ export class PostgresStore implements Store {
   }
 
   async loadActiveAgents(options: { skipResting?: boolean } = {}): Promise<RestorableAgent[]> {
-    const working = options.skipResting ? 'and (not a.resting or a.event_seq > a.inbox_position)' : '';
+    const working = options.skipResting ? `and ${WORKING}` : '';
     const { rows } = await this.pool.query<RestorableRow>(`${RESTORABLE} where a.status = 'active' ${working} order by a.pos`);
     return rows.map(toRestorable);
   }

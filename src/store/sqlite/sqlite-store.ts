@@ -1,13 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { ConflictError, NotFoundError } from '../../core/errors.js';
 import type {
   ActionRecord,
   AgentQuery,
   AgentRecord,
   AgentStatus,
-  AppendResult,
   CheckpointRecord,
   CheckpointSummary,
   EffectRecord,
@@ -22,11 +20,15 @@ import type {
   WriteResult,
 } from '../store.js';
 import {
-  decodeCursor, encodeCursor, json, parseOr, RESTORABLE, toAction, toAgent, toCheckpoint, toCheckpointSummary, toEffect, toEvent,
-  toRestorable, type ActionRow, type AgentRow, type CheckpointRow, type CheckpointSummaryRow, type EffectRow, type EventRow,
-  type RestorableRow,
+  parseOr, toAction, toAgent, toCheckpoint, toCheckpointSummary, toEffect, toEvent, toRestorable, type ActionRow, type AgentRow,
+  type CheckpointRow, type CheckpointSummaryRow, type EffectRow, type EventRow, type RestorableRow,
 } from '../rows.js';
+import { listAgentsQuery, toAgentPage } from '../sql/agent-list.js';
+import { sqliteDialect, type SqlQuery } from '../sql/dialect.js';
+import { historyQuery } from '../sql/history.js';
+import { RESTORABLE, WORKING } from '../sql/restorable.js';
 import { migrate } from './migrations.js';
+import { SqliteWrites } from './sqlite-writes.js';
 import { WalFlusher } from './wal-flusher.js';
 
 export interface SqliteStoreOptions {
@@ -61,10 +63,16 @@ export async function openSqliteStore(file: string, options: SqliteStoreOptions 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   private readonly sql;
-  private readonly commitBatch: (writes: readonly Write[]) => WriteResult[];
+  private readonly writes: SqliteWrites;
   private readonly create: (agent: NewAgent) => { agent: AgentRecord; created: boolean };
+  /** The shared queries' statements, prepared once per text (a listing has a few texts, by its filters). */
+  private readonly statements = new Map<string, Database.Statement>();
 
   constructor(
+    /**
+     * The connection, for reading (tests, inspection). Write agent rows only through the store: its
+     * commits keep the rows they read and wrote, and see other connections' writes, not this one's.
+     */
     readonly db: Database.Database,
     readonly location: string,
     private readonly flusher?: WalFlusher,
@@ -82,38 +90,16 @@ export class SqliteStore implements Store {
         `insert into checkpoints (agent_id, seq, machine_version, event_type, state, status, progress, snapshot, created_at)
          values (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
-      updateAfterCheckpoint: q(
-        `update agents set state = ?, status = ?, progress = ?, last_seq = ?, inbox_position = ?, resting = ?, updated_at = ? where id = ?`,
-      ),
-      consume: q('update agents set inbox_position = max(inbox_position, ?), updated_at = ? where id = ?'),
-      setStatus: q('update agents set status = ?, error = ?, updated_at = ? where id = ?'),
-      insertAction: q('insert into actions (agent_id, seq, action, payload, result, created_at) values (?, ?, ?, ?, ?, ?)'),
-      insertEffect: q(
-        'insert into effects (idempotency_key, agent_id, seq, result, created_at) values (?, ?, ?, ?, ?) on conflict do nothing',
-      ),
-      inboxOf: q('select status, event_seq from agents where id = ?'),
-      eventByKey: q('select seq from events where agent_id = ? and idempotency_key = ?'),
-      insertEvent: q('insert into events (agent_id, seq, type, body, idempotency_key, created_at) values (?, ?, ?, ?, ?, ?)'),
-      bumpEventSeq: q('update agents set event_seq = ? where id = ?'),
       eventsAfter: q('select * from events where agent_id = ? and seq > ? order by seq'),
-      checkpoints: q(
-        'select seq, event_type, state, status, progress, created_at from checkpoints where agent_id = ? order by seq',
-      ),
-      newestCheckpoints: q(
-        'select seq, event_type, state, status, progress, created_at from checkpoints where agent_id = ? order by seq desc limit ?',
-      ),
       checkpoint: q('select * from checkpoints where agent_id = ? and seq = ?'),
-      actions: q('select seq, action, payload, result, created_at from actions where agent_id = ? order by seq'),
-      newestActions: q('select seq, action, payload, result, created_at from actions where agent_id = ? order by seq desc limit ?'),
       effect: q('select * from effects where idempotency_key = ?'),
       active: q(`${RESTORABLE} where a.status = 'active' order by a.pos`),
+      working: q(`${RESTORABLE} where a.status = 'active' and ${WORKING} order by a.pos`),
+      restorable: q(`${RESTORABLE} where a.id = ? and a.status = 'active'`),
       countByStatus: q('select status, count(*) as n from agents group by status'),
       inboxDepth: q(`select sum(event_seq - inbox_position) as depth from agents where status = 'active'`),
-      working: q(`${RESTORABLE} where a.status = 'active' and (a.resting = 0 or a.event_seq > a.inbox_position) order by a.pos`),
-      restorable: q(`${RESTORABLE} where a.id = ? and a.status = 'active'`),
     };
-
-    this.commitBatch = db.transaction((writes: readonly Write[]) => writes.map((w) => this.applyWrite(w)));
+    this.writes = new SqliteWrites(db);
 
     this.create = db.transaction((agent: NewAgent) => {
       const existing = this.sql.agentById.get(agent.id) as AgentRow | undefined;
@@ -140,61 +126,6 @@ export class SqliteStore implements Store {
     }).immediate as never;
   }
 
-  private applyWrite(w: Write): WriteResult {
-    switch (w.kind) {
-      case 'event':
-        try {
-          return this.append(w);
-        } catch (err) {
-          // Checked before anything is written, so refusing this event leaves the batch intact.
-          if (err instanceof NotFoundError || err instanceof ConflictError) return { refused: err };
-          throw err;
-        }
-      case 'checkpoint': {
-        const state = JSON.stringify(w.state);
-        this.sql.insertCheckpoint.run(
-          w.agentId, w.seq, w.machineVersion, w.eventType, state, w.status, w.progress, w.snapshot, w.createdAt,
-        );
-        const { changes } = this.sql.updateAfterCheckpoint.run(
-          state, w.status, w.progress, w.seq, w.inboxPosition, w.resting ? 1 : 0, w.createdAt, w.agentId,
-        );
-        // No agent row: throwing rolls the batch back, so no orphan checkpoint is left (as in the memory store).
-        if (changes === 0) throw new NotFoundError('agent', w.agentId);
-        for (const a of w.actions) {
-          this.sql.insertAction.run(w.agentId, w.seq, a.action, json(a.payload), json(a.result), w.createdAt);
-        }
-        return;
-      }
-      // Every write names an existing agent, or the batch rolls back (as in the memory store).
-      case 'consume':
-        if (this.sql.consume.run(w.inboxPosition, w.at, w.agentId).changes === 0) throw new NotFoundError('agent', w.agentId);
-        return;
-      case 'effect':
-        if (!this.sql.inboxOf.get(w.agentId)) throw new NotFoundError('agent', w.agentId);
-        this.sql.insertEffect.run(w.idempotencyKey, w.agentId, w.seq, json(w.result), w.createdAt);
-        return;
-      case 'status':
-        if (this.sql.setStatus.run(w.status, w.error ? JSON.stringify(w.error) : null, w.at, w.agentId).changes === 0) {
-          throw new NotFoundError('agent', w.agentId);
-        }
-        return;
-    }
-  }
-
-  private append(w: Extract<Write, { kind: 'event' }>): AppendResult {
-    const agent = this.sql.inboxOf.get(w.agentId) as Pick<AgentRow, 'status' | 'event_seq'> | undefined;
-    if (!agent) throw new NotFoundError('agent', w.agentId);
-    if (w.idempotencyKey !== null) {
-      const existing = this.sql.eventByKey.get(w.agentId, w.idempotencyKey) as { seq: number } | undefined;
-      if (existing) return { seq: existing.seq, duplicate: true };
-    }
-    if (agent.status !== 'active') throw new ConflictError(`Agent "${w.agentId}" is ${agent.status}; it takes no more events.`);
-    const seq = agent.event_seq + 1;
-    this.sql.insertEvent.run(w.agentId, seq, w.event.type, JSON.stringify(w.event), w.idempotencyKey, w.at);
-    this.sql.bumpEventSeq.run(seq, w.agentId);
-    return { seq, duplicate: false };
-  }
-
   async createAgent(agent: NewAgent) {
     return this.durably(() => this.create(agent));
   }
@@ -210,20 +141,7 @@ export class SqliteStore implements Store {
   }
 
   async listAgents(query: AgentQuery): Promise<Page<AgentRecord>> {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (query.machine !== undefined) (where.push('a.machine = ?'), params.push(query.machine));
-    if (query.status !== undefined) (where.push('a.status = ?'), params.push(query.status));
-    const after = decodeCursor(query.cursor);
-    if (after !== undefined) (where.push('a.pos > ?'), params.push(after));
-    const rows = this.db
-      .prepare(
-        `select a.* from agents a ${where.length ? `where ${where.join(' and ')}` : ''} order by a.pos limit ?`,
-      )
-      .all(...params, query.limit + 1) as AgentRow[];
-    const page = rows.slice(0, query.limit);
-    const last = page.at(-1);
-    return { items: page.map(toAgent), nextCursor: rows.length > query.limit && last ? encodeCursor(last.pos) : null };
+    return toAgentPage(this.all<AgentRow>(listAgentsQuery(query, sqliteDialect)), query.limit);
   }
 
   async eventsAfter(agentId: string, position: number): Promise<EventRecord[]> {
@@ -231,7 +149,7 @@ export class SqliteStore implements Store {
   }
 
   async commit(writes: readonly Write[]): Promise<WriteResult[]> {
-    return writes.length > 0 ? this.durably(() => this.commitBatch(writes)) : [];
+    return writes.length > 0 ? this.durably(() => this.writes.commit(writes)) : [];
   }
 
   /** Runs a write transaction, then resolves once it is durable (at `full`); nothing is written after a failed fsync. */
@@ -243,24 +161,16 @@ export class SqliteStore implements Store {
   }
 
   async listCheckpoints(agentId: string, options: HistoryOptions = {}): Promise<CheckpointSummary[]> {
-    const rows = (
-      options.newest === undefined
-        ? this.sql.checkpoints.all(agentId)
-        : this.sql.newestCheckpoints.all(agentId, options.newest).reverse()
-    ) as CheckpointSummaryRow[];
-    return rows.map(toCheckpointSummary);
+    return this.all<CheckpointSummaryRow>(historyQuery('checkpoints', agentId, options, sqliteDialect)).map(toCheckpointSummary);
   }
 
-  async getCheckpoint(agentId: string, seq: number) {
+  async getCheckpoint(agentId: string, seq: number): Promise<CheckpointRecord | undefined> {
     const row = this.sql.checkpoint.get(agentId, seq) as CheckpointRow | undefined;
     return row && toCheckpoint(row);
   }
 
   async listActions(agentId: string, options: HistoryOptions = {}): Promise<ActionRecord[]> {
-    const rows = (
-      options.newest === undefined ? this.sql.actions.all(agentId) : this.sql.newestActions.all(agentId, options.newest).reverse()
-    ) as ActionRow[];
-    return rows.map(toAction);
+    return this.all<ActionRow>(historyQuery('actions', agentId, options, sqliteDialect)).map(toAction);
   }
 
   async findEffect(idempotencyKey: string): Promise<EffectRecord | undefined> {
@@ -287,5 +197,11 @@ export class SqliteStore implements Store {
   async close() {
     await this.flusher?.close();
     if (this.db.open) this.db.close();
+  }
+
+  private all<Row>({ text, params }: SqlQuery): Row[] {
+    let statement = this.statements.get(text);
+    if (!statement) this.statements.set(text, (statement = this.db.prepare(text)));
+    return statement.all(...params) as Row[];
   }
 }
