@@ -7,8 +7,18 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeEach } from 'vitest';
 
-/** `DATABASE_URL`, or the machine's PostgreSQL (.ci/run starts it). Has no query string: callers may append one. */
-export const postgresUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+/**
+ * The run's PostgreSQL: `TEST_DATABASE_URL`, which test/global-setup.ts sets to a throwaway server
+ * it started when it was not given. Has no query string: callers may append one.
+ */
+export const postgresUrl = testDatabaseUrl();
+
+function testDatabaseUrl(): string {
+  const url = process.env.TEST_DATABASE_URL;
+  if (!url) throw new Error('TEST_DATABASE_URL is unset: test/global-setup.ts sets it, so run the tests with vitest');
+  if (url.includes('?')) throw new Error(`TEST_DATABASE_URL must have no query string (the tests append one): ${url}`);
+  return url;
+}
 
 const schemas: string[] = [];
 
@@ -47,7 +57,7 @@ async function checkReachable(): Promise<void> {
     await client.query('select 1');
   } catch (err) {
     throw new Error(
-      `These tests need PostgreSQL at ${postgresUrl} (set DATABASE_URL to use another); it cannot be reached: ${(err as Error).message}`,
+      `These tests need the PostgreSQL of TEST_DATABASE_URL, ${postgresUrl}; it cannot be reached: ${(err as Error).message}`,
       { cause: err },
     );
   } finally {
