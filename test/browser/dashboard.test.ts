@@ -1,4 +1,5 @@
-// The dashboard in a real browser: Debian's Chromium driven by playwright-core against a real HTTP
+// The dashboard in a real browser: Chromium (test/helpers/chromium.ts: the one npm install brings,
+// or CHROMIUM_PATH) driven by playwright-core against a real HTTP
 // server (createServer + @hono/node-server on 127.0.0.1, port 0) on a temp SQLite file, with the
 // real `openai` client talking to the fake OpenAI server so that the LLM's answers, latency and
 // failures are under the test's control. The server runs with --token, so the journey starts at
@@ -11,27 +12,18 @@ import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createOpenAiClient } from '../../src/llm/openai-client.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import type { AgentView } from '../../src/runtime/views.js';
 import { createServer } from '../../src/http/app.js';
+import { launchChromium } from '../helpers/chromium.js';
 import { startRuntime } from '../helpers/runtime.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SCREENSHOTS = path.join(ROOT, 'test-output', 'screenshots');
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
 const TOKEN = 'browser-token-123';
 /** How long a UI condition may take to hold (each step is milliseconds when things work). */
 const WAIT = { timeout: 10_000 };
@@ -51,9 +43,6 @@ let page: Page;
 const pageErrors: string[] = [];
 
 beforeAll(async () => {
-  if (!fs.existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: the browser tests need Debian's Chromium (apt-get install -y chromium).`);
-  }
   fs.mkdirSync(SCREENSHOTS, { recursive: true });
   fake = await startFakeOpenAI();
   fake.setLatency((call) => (call.userContent === SLOW_TASK ? 1_500 : 5));
@@ -68,7 +57,7 @@ beforeAll(async () => {
     s.once('error', reject);
   });
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
   page = await context.newPage();
   page.on('pageerror', (err) => pageErrors.push(err.message));

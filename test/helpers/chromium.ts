@@ -1,0 +1,87 @@
+/**
+ * The browser of the browser tests: the executable `CHROMIUM_PATH` names, otherwise the Chromium
+ * that `npm install` brought (the @sparticuz/chromium package carries a headless build of it and
+ * a few fonts, brotli-compressed), so that a machine with nothing but Node can run them.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { fileURLToPath } from 'node:url';
+import zlib from 'node:zlib';
+import { chromium, type Browser } from 'playwright-core';
+
+const CACHE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../node_modules/.cache/durable-agents');
+
+/**
+ * The same flags for either browser. Not the package's own `chromium.args`: those are for AWS
+ * Lambda (`--single-process`, and `--disable-web-security`, which would switch off the same-origin
+ * rules the dashboard's login cookie lives under).
+ */
+const ARGS = [
+  '--headless',
+  '--no-sandbox', // the tests may run as root, where Chromium's sandbox refuses to start
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
+
+export async function launchChromium(): Promise<Browser> {
+  const named = process.env.CHROMIUM_PATH;
+  if (named) {
+    if (!fs.existsSync(named)) throw new Error(`CHROMIUM_PATH is ${named}, which does not exist (unset it to use the Chromium npm install brought)`);
+    return chromium.launch({ executablePath: named, args: ARGS });
+  }
+  const bundled = await bundledChromium();
+  // Its fonts and no others: a machine without fonts would lay every text out zero pixels wide
+  // (nothing to click), and the screenshots look the same on every machine.
+  const env = { ...process.env, FONTCONFIG_FILE: bundled.fontconfig };
+  return chromium.launch({ executablePath: bundled.executable, args: ARGS, env });
+}
+
+/**
+ * The package's Chromium and fonts, unpacked once per package version into node_modules/.cache
+ * (a fresh `npm ci` starts over): the browser is 200 MB and takes seconds to write, too much for
+ * every run. Not with the package's `executablePath()`, which unpacks into the top of /tmp and
+ * returns whatever file /tmp/chromium already is: another version's, or one a run beside this one
+ * is still writing. Here the files are written in a folder of their own, renamed into place whole.
+ */
+async function bundledChromium(): Promise<{ executable: string; fontconfig: string }> {
+  // The package exports only its entry (build/index.js); the compressed files are in bin/ beside it.
+  const packageDir = path.resolve(path.dirname(createRequire(import.meta.url).resolve('@sparticuz/chromium')), '..');
+  const { version } = JSON.parse(fs.readFileSync(path.join(packageDir, 'package.json'), 'utf8')) as { version: string };
+  const dir = path.join(CACHE, `chromium-${version}`);
+  const unpacked = { executable: path.join(dir, 'chromium'), fontconfig: path.join(dir, 'fonts.conf') };
+  if (fs.existsSync(dir)) return unpacked;
+
+  fs.mkdirSync(CACHE, { recursive: true });
+  const partial = fs.mkdtempSync(`${dir}.partial-`);
+  try {
+    const unbrotli = (name: string) => fs.createReadStream(path.join(packageDir, 'bin', name)).pipe(zlib.createBrotliDecompress());
+    await pipeline(unbrotli('chromium.br'), fs.createWriteStream(path.join(partial, 'chromium'), { mode: 0o755 }));
+    fs.mkdirSync(path.join(partial, 'fonts'));
+    await untar(unbrotli('fonts.tar.br'), path.join(partial, 'fonts'));
+    fs.writeFileSync(
+      path.join(partial, 'fonts.conf'),
+      `<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n` +
+        `<fontconfig><dir>${path.join(dir, 'fonts')}</dir><cachedir>${path.join(dir, 'fontconfig-cache')}</cachedir></fontconfig>\n`,
+    );
+    fs.renameSync(partial, dir);
+  } catch (err) {
+    fs.rmSync(partial, { recursive: true, force: true });
+    if (!fs.existsSync(dir)) throw err; // else a run beside this one unpacked it first
+  }
+  return unpacked;
+}
+
+/** Extracts a tar stream into `dir` with the system's `tar`. */
+async function untar(archive: NodeJS.ReadableStream, dir: string): Promise<void> {
+  const tar = spawn('tar', ['-x', '--no-same-owner', '-C', dir], { stdio: ['pipe', 'ignore', 'inherit'] });
+  const exited = new Promise<number | null>((resolve, reject) => tar.once('error', reject).once('exit', resolve));
+  await pipeline(archive, tar.stdin);
+  const code = await exited;
+  if (code !== 0) throw new Error(`tar exited with ${code} while unpacking Chromium's fonts`);
+}
