@@ -7,6 +7,7 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
+    // The run's temp folder, and its PostgreSQL: TEST_DATABASE_URL, or a throwaway one it starts.
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
