@@ -40,12 +40,14 @@ export interface AgentRead {
 }
 
 export interface PlanInput {
-  /** Every existing agent the batch names (see `namedAgents`); an id missing here names no agent. */
-  agents: ReadonlyMap<string, AgentRead>;
+  /** The row of agent `id` as committed before the batch; undefined: no such agent. Asked once per agent the batch names. */
+  agent(id: string): AgentRead | undefined;
   /** The seq of the event committed before the batch under this idempotency key, if any (asked only for existing agents). */
   committedEvent(agentId: string, idempotencyKey: string): number | undefined;
   /** On a store many processes share: this process, the owner that its guarded writes must find. */
   processId?: string;
+  /** List the `changes` (a store that other processes share announces them; the others need not). */
+  announce?: boolean;
 }
 
 /**
@@ -57,6 +59,8 @@ export interface AgentAfter {
   status: AgentStatus;
   inboxPosition: number;
   eventSeq: number;
+  /** Whether the batch accepted events into its inbox (`eventSeq` moved). */
+  eventsAccepted: boolean;
   /** From its last applied checkpoint; absent when none was: the checkpoint columns keep their values. */
   checkpoint?: { state: string; progress: number; lastSeq: number; resting: boolean };
   /** From its last applied checkpoint, consume or status write; absent when only events touched it. */
@@ -81,18 +85,13 @@ export interface WritePlan {
   results: WriteResult[];
   /** Only the rows some applied write changes. */
   agents: AgentAfter[];
-  /** In write order (an agent's in seq order). */
+  /** In write order. */
   checkpoints: AppliedCheckpoint[];
   events: AcceptedEvent[];
-  /** At most one per idempotency key: the first. A key recorded by an earlier batch keeps its first result. */
+  /** At most one per idempotency key: the first. Under a key recorded by an earlier batch, the store keeps that first result. */
   effects: WriteOf<'effect'>[];
-  /** Accepted events and status changes in write order, then each agent's newest checkpoint. */
+  /** With `announce`: accepted events and status changes in write order, then each agent's newest checkpoint. */
   changes: AgentChange[];
-}
-
-/** The ids of the agents a batch names, each once: the rows a store reads (and locks) for the plan. */
-export function namedAgents(writes: readonly Write[]): string[] {
-  return [...new Set(writes.map((w) => w.agentId))];
 }
 
 /** Plays `writes` in order. Throws NotFoundError for a write other than an event that names no agent. */
@@ -111,6 +110,7 @@ class AgentState implements AgentAfter {
   status: AgentStatus;
   eventSeq: number;
   inboxPosition: number;
+  eventsAccepted = false;
   checkpoint: AgentAfter['checkpoint'] = undefined;
   updatedAt: string | undefined = undefined;
   error: AgentAfter['error'] = undefined;
@@ -126,7 +126,8 @@ class AgentState implements AgentAfter {
 }
 
 class WritePlanner {
-  private readonly agents = new Map<string, AgentState>();
+  /** Every agent the batch named so far; null: no such agent. */
+  private readonly agents = new Map<string, AgentState | null>();
   /** Keys of the events accepted in this batch: agent id → key → seq. */
   private readonly acceptedKeys = new Map<string, Map<string, number>>();
   private readonly effectKeys = new Set<string>();
@@ -134,15 +135,22 @@ class WritePlanner {
   /** Each agent's newest applied checkpoint: one change per agent, not per transition. */
   private readonly newest = new Map<string, number>();
 
-  constructor(private readonly input: PlanInput) {
-    for (const [id, agent] of input.agents) this.agents.set(id, new AgentState(agent));
-  }
+  constructor(private readonly input: PlanInput) {}
 
   play(writes: readonly Write[]): WritePlan {
     for (const w of writes) this.plan.results.push(this.apply(w));
     for (const [agentId, seq] of this.newest) this.plan.changes.push({ kind: 'checkpoint', agentId, seq });
-    for (const agent of this.agents.values()) if (agent.changed) this.plan.agents.push(agent);
+    for (const agent of this.agents.values()) if (agent?.changed) this.plan.agents.push(agent);
     return this.plan;
+  }
+
+  private agent(id: string): AgentState | undefined {
+    let agent = this.agents.get(id);
+    if (agent === undefined) {
+      const read = this.input.agent(id);
+      this.agents.set(id, (agent = read ? new AgentState(read) : null));
+    }
+    return agent ?? undefined;
   }
 
   private apply(w: Write): WriteResult {
@@ -161,7 +169,7 @@ class WritePlanner {
   }
 
   private event(w: WriteOf<'event'>): WriteResult {
-    const agent = this.agents.get(w.agentId);
+    const agent = this.agent(w.agentId);
     if (!agent) return { refused: new NotFoundError('agent', w.agentId) };
     const keys = this.acceptedKeys.get(w.agentId);
     const existing =
@@ -169,13 +177,14 @@ class WritePlanner {
     if (existing !== undefined) return { seq: existing, duplicate: true };
     if (agent.status !== 'active') return { refused: new ConflictError(`Agent "${w.agentId}" is ${agent.status}; it takes no more events.`) };
     const seq = ++agent.eventSeq;
+    agent.eventsAccepted = true;
     agent.changed = true;
     if (w.idempotencyKey !== null) {
       if (keys) keys.set(w.idempotencyKey, seq);
       else this.acceptedKeys.set(w.agentId, new Map([[w.idempotencyKey, seq]]));
     }
     this.plan.events.push({ write: w, seq });
-    this.plan.changes.push({ kind: 'event', agentId: w.agentId, seq, owner: agent.owner });
+    if (this.input.announce) this.plan.changes.push({ kind: 'event', agentId: w.agentId, seq, owner: agent.owner });
     return { seq, duplicate: false };
   }
 
@@ -189,7 +198,7 @@ class WritePlanner {
     agent.updatedAt = w.createdAt;
     agent.changed = true;
     this.plan.checkpoints.push({ write: w, state });
-    this.newest.set(w.agentId, w.seq);
+    if (this.input.announce) this.newest.set(w.agentId, w.seq);
     return undefined;
   }
 
@@ -227,7 +236,7 @@ class WritePlanner {
     agent.updatedAt = w.at;
     agent.changed = true;
     // With the process that runs it, which must let it go when another one stopped it.
-    this.plan.changes.push({ kind: 'status', agentId: w.agentId, owner: agent.owner });
+    if (this.input.announce) this.plan.changes.push({ kind: 'status', agentId: w.agentId, owner: agent.owner });
     return undefined;
   }
 
@@ -244,7 +253,7 @@ class WritePlanner {
   }
 
   private existing(agentId: string): AgentState {
-    const agent = this.agents.get(agentId);
+    const agent = this.agent(agentId);
     if (!agent) throw new NotFoundError('agent', agentId);
     return agent;
   }

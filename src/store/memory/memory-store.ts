@@ -16,7 +16,7 @@ import type {
   Write,
   WriteResult,
 } from '../store.js';
-import { namedAgents, planWrites, type AgentRead, type WritePlan } from '../write-plan.js';
+import { planWrites, type AgentRead, type WritePlan } from '../write-plan.js';
 
 interface AgentData {
   pos: number;
@@ -96,13 +96,9 @@ export class MemoryStore implements Store {
    * written twice) before changing anything.
    */
   async commit(writes: readonly Write[]): Promise<WriteResult[]> {
-    const agents = new Map<string, AgentRead>();
-    for (const id of namedAgents(writes)) {
-      const record = this.agents.get(id)?.record;
-      if (record) agents.set(id, { id, status: record.status, eventSeq: record.eventSeq, inboxPosition: record.inboxPosition });
-    }
+    const agent = (id: string): AgentRead | undefined => this.agents.get(id)?.record;
     const committedEvent = (agentId: string, key: string) => this.agents.get(agentId)?.events.find((e) => e.idempotencyKey === key)?.seq;
-    const plan = planWrites(writes, { agents, committedEvent });
+    const plan = planWrites(writes, { agent, committedEvent });
     this.checkKeys(plan);
     this.write(plan);
     return plan.results;

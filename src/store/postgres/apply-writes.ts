@@ -14,7 +14,7 @@ import type pg from 'pg';
 import type { ActionWrite, Write, WriteResult } from '../store.js';
 import { json } from '../rows.js';
 import {
-  namedAgents, planWrites, type AcceptedEvent, type AgentAfter, type AgentRead, type AppliedCheckpoint, type WriteOf,
+  planWrites, type AcceptedEvent, type AgentAfter, type AgentRead, type AppliedCheckpoint, type WriteOf,
   type WritePlan,
 } from '../write-plan.js';
 import { notificationPayload } from './inbox-listener.js';
@@ -30,9 +30,10 @@ export async function applyWrites(client: pg.ClientBase, writes: readonly Write[
   const agents = await lockAgents(client, writes);
   const eventKeys = await committedEventKeys(client, writes, agents);
   const plan = planWrites(writes, {
-    agents,
+    agent: (id) => agents.get(id),
     committedEvent: (agentId, key) => eventKeys.get(agentId)?.get(key),
     processId: context.processId,
+    announce: true,
   });
   await writePlan(client, plan, context.channel);
   return plan.results;
@@ -45,7 +46,7 @@ export async function applyWrites(client: pg.ClientBase, writes: readonly Write[
  * A row that changed while this waited for its lock is read as committed (`for update` re-reads it).
  */
 async function lockAgents(client: pg.ClientBase, writes: readonly Write[]): Promise<Map<string, AgentRead>> {
-  const ids = namedAgents(writes);
+  const ids = [...new Set(writes.map((w) => w.agentId))];
   const { rows } = await client.query<AgentRead>(
     prepared(
       `select id, owner, status, event_seq as "eventSeq", inbox_position as "inboxPosition"

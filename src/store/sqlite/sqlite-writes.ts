@@ -16,7 +16,7 @@
 import type Database from 'better-sqlite3';
 import type { Write, WriteResult } from '../store.js';
 import { json } from '../rows.js';
-import { namedAgents, planWrites, type AgentAfter, type AgentRead, type WritePlan } from '../write-plan.js';
+import { planWrites, type AgentAfter, type AgentRead, type WritePlan } from '../write-plan.js';
 
 /** The most agent rows kept; beyond it they are forgotten and read again (each is ~100 bytes). */
 const MAX_KNOWN = 100_000;
@@ -64,11 +64,16 @@ export class SqliteWrites {
          where id = ?`,
       ),
     };
+    const agent = (id: string) => this.agent(id);
+    const committedEvent = (agentId: string, key: string) => this.sql.eventByKey.get(agentId, key) as number | undefined;
     this.transaction = db.transaction((writes: readonly Write[]) => {
-      const agents = this.read(writes);
-      const committedEvent = (agentId: string, key: string) => this.sql.eventByKey.get(agentId, key) as number | undefined;
-      const plan = planWrites(writes, { agents, committedEvent });
-      this.write(plan, agents);
+      const version = this.sql.dataVersion.get();
+      if (version !== this.dataVersion || this.known.size > MAX_KNOWN) {
+        this.known.clear();
+        this.dataVersion = version;
+      }
+      const plan = planWrites(writes, { agent, committedEvent });
+      this.write(plan);
       return plan;
     }).immediate;
   }
@@ -81,28 +86,19 @@ export class SqliteWrites {
     return plan.results;
   }
 
-  /** Inside the transaction: every existing agent the batch names, as committed. */
-  private read(writes: readonly Write[]): Map<string, AgentRead> {
-    const version = this.sql.dataVersion.get();
-    if (version !== this.dataVersion || this.known.size > MAX_KNOWN) {
-      this.known.clear();
-      this.dataVersion = version;
+  /** Inside the transaction: an agent's row as committed. */
+  private agent(id: string): AgentRead | undefined {
+    let agent = this.known.get(id);
+    if (!agent) {
+      agent = this.sql.agent.get(id) as AgentRead | undefined;
+      // As committed: still right if this transaction rolls back.
+      if (agent) this.known.set(id, agent);
     }
-    const agents = new Map<string, AgentRead>();
-    for (const id of namedAgents(writes)) {
-      let agent = this.known.get(id);
-      if (!agent) {
-        agent = this.sql.agent.get(id) as AgentRead | undefined;
-        // As committed: still right if this transaction rolls back.
-        if (agent) this.known.set(id, agent);
-      }
-      if (agent) agents.set(id, agent);
-    }
-    return agents;
+    return agent;
   }
 
   /** Inserts first: a checkpoint seq written twice fails the insert, and the whole transaction with it. */
-  private write(plan: WritePlan, before: ReadonlyMap<string, AgentRead>): void {
+  private write(plan: WritePlan): void {
     const { sql } = this;
     for (const { write: w, state } of plan.checkpoints) {
       sql.insertCheckpoint.run(w.agentId, w.seq, w.machineVersion, w.eventType, state, w.status, w.progress, w.snapshot, w.createdAt);
@@ -112,12 +108,12 @@ export class SqliteWrites {
       sql.insertEvent.run(w.agentId, seq, w.event.type, JSON.stringify(w.event), w.idempotencyKey, w.at);
     }
     for (const w of plan.effects) sql.insertEffect.run(w.idempotencyKey, w.agentId, w.seq, json(w.result), w.createdAt);
-    for (const agent of plan.agents) this.updateAgent(agent, before.get(agent.id)!);
+    for (const agent of plan.agents) this.updateAgent(agent);
   }
 
-  private updateAgent(a: AgentAfter, before: AgentRead): void {
+  private updateAgent(a: AgentAfter): void {
     const c = a.checkpoint;
-    if (c && a.error === undefined && a.eventSeq === before.eventSeq) {
+    if (c && a.error === undefined && !a.eventsAccepted) {
       this.sql.updateCheckpointed.run(a.status, a.inboxPosition, c.state, c.progress, c.lastSeq, c.resting ? 1 : 0, a.updatedAt, a.id);
       return;
     }
