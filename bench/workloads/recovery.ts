@@ -12,7 +12,7 @@ import Database from 'better-sqlite3';
 import { createActor, fromPromise, type AnyActorRef } from 'xstate';
 import type { LlmClient } from '../../src/llm/client.js';
 import { createAgentMachine } from '../../src/agents/reference/machine.js';
-import type { LlmRequest } from '../../src/agents/reference/types.js';
+import type { LlmAnswer, LlmRequest } from '../../src/llm/client.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { agentDefinition } from '../../src/agents/reference/definition.js';
 import { createRuntime } from '../../src/runtime/runtime.js';
@@ -72,7 +72,7 @@ async function plainXstateRestore(): Promise<number> {
   const running = new Promise<void>((resolve) => (allRunning = resolve));
   const machine = createAgentMachine().provide({
     actors: {
-      callLlm: fromPromise<string, LlmRequest>(() => {
+      callLlm: fromPromise<LlmAnswer, LlmRequest>(() => {
         if (++calls === AGENTS) allRunning();
         return new Promise(() => {});
       }),

@@ -24,22 +24,33 @@ export interface MachineDefinition {
    * spans whatever it is called. An actor not listed is a plain `call`: logged, counted as an action.
    */
   actors?: Readonly<Record<string, ActorDeclaration>>;
+  /**
+   * By event type: refuses an event that the agent's current state makes a conflict (HTTP 409,
+   * nothing stored) with a sentence saying why, or accepts it (undefined). Checked when the event is
+   * sent, against the last committed state (read only for these types); the machine itself still
+   * decides when it processes the event.
+   */
+  refuse?: Readonly<Record<string, EventRefusal>>;
 }
 
 /**
  * - `llm`: a call to a language model; its input is the request, its output the answer.
  * - `effect`: a side effect on the world, done once per idempotency key. `idempotencyKey` says how to
  *   read the key from a call (for spans and the dashboard when the call failed and has no output).
+ * - `tools`: runs the tool calls of an LLM answer; its output is one `{ callId, name, ok }` per call.
  * - `wait`: a timer; its calls are not written to the action log.
  * - `call`: anything else (the default).
  */
 export type ActorDeclaration =
   | { kind: 'llm' }
   | { kind: 'effect'; idempotencyKey?: (call: { agentId: string; input: unknown }) => string | undefined }
+  | { kind: 'tools' }
   | { kind: 'wait' }
   | { kind: 'call' };
 
 export type ActorKind = ActorDeclaration['kind'];
+
+export type EventRefusal = (event: { type: string; [key: string]: unknown }, current: { state: unknown; context: unknown }) => string | undefined;
 
 export type SnapshotUpgrade = (snapshot: PersistedSnapshotJson) => PersistedSnapshotJson;
 

@@ -1,7 +1,7 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { StepError } from '../core/errors.js';
 import { isTransientStatus, parseRetryAfter } from '../core/backoff.js';
-import type { LlmClient, LlmRequest } from './client.js';
+import type { ChatMessage, LlmAnswer, LlmClient, LlmRequest, ToolCall } from './client.js';
 
 export interface OpenAiClientOptions {
   apiKey?: string;
@@ -19,30 +19,68 @@ export function createOpenAiClient(options: OpenAiClientOptions): LlmClient {
   return {
     kind: 'openai',
     description: `OpenAI-compatible API at ${openai.baseURL}`,
-    async complete(request: LlmRequest, signal: AbortSignal): Promise<string> {
+    async complete(request: LlmRequest, signal: AbortSignal): Promise<LlmAnswer> {
       let response: OpenAI.Chat.Completions.ChatCompletion;
       try {
         response = await openai.chat.completions.create(
-          { model: request.model, messages: toMessages(request) },
+          {
+            model: request.model,
+            messages: request.messages.map(toOpenAiMessage),
+            ...(request.tools?.length
+              ? { tools: request.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.parameters } })) }
+              : {}),
+          },
           { signal, timeout: request.timeoutMs },
         );
       } catch (err) {
         throw classifyLlmError(err);
       }
-      const text = response.choices?.[0]?.message?.content;
-      if (typeof text !== 'string' || text === '') {
-        throw new StepError('permanent', 'malformed_llm_answer', 'The model returned no text in choices[0].message.content.');
-      }
-      return text;
+      return toAnswer(response);
     },
   };
 }
 
-function toMessages(request: LlmRequest): OpenAI.Chat.Completions.ChatCompletionMessageParam[] {
-  return [
-    ...(request.system ? [{ role: 'system' as const, content: request.system }] : []),
-    { role: 'user' as const, content: request.task },
-  ];
+function toOpenAiMessage(message: ChatMessage): OpenAI.Chat.Completions.ChatCompletionMessageParam {
+  switch (message.role) {
+    case 'assistant':
+      return {
+        role: 'assistant',
+        content: message.content,
+        ...(message.toolCalls?.length
+          ? { tool_calls: message.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
+          : {}),
+      };
+    case 'tool':
+      return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
+    default:
+      return message;
+  }
+}
+
+/** `choices[0].message`: text or function calls; anything else is a malformed answer (permanent). */
+function toAnswer(response: OpenAI.Chat.Completions.ChatCompletion): LlmAnswer {
+  const message = response.choices?.[0]?.message;
+  const toolCalls: ToolCall[] = [];
+  for (const call of message?.tool_calls ?? []) {
+    if (call.type !== 'function' || typeof call.id !== 'string' || typeof call.function?.name !== 'string') {
+      throw new StepError('permanent', 'malformed_llm_answer', 'The model returned a tool call without an id and a function name.');
+    }
+    toolCalls.push({ id: call.id, name: call.function.name, arguments: typeof call.function.arguments === 'string' ? call.function.arguments : '' });
+  }
+  const content = typeof message?.content === 'string' && message.content !== '' ? message.content : null;
+  if (content === null && toolCalls.length === 0) {
+    throw new StepError('permanent', 'malformed_llm_answer', 'The model returned neither text in choices[0].message.content nor tool calls.');
+  }
+  const usage = response.usage;
+  return {
+    content,
+    toolCalls,
+    usage: {
+      promptTokens: usage?.prompt_tokens ?? 0,
+      completionTokens: usage?.completion_tokens ?? 0,
+      totalTokens: usage?.total_tokens ?? (usage?.prompt_tokens ?? 0) + (usage?.completion_tokens ?? 0),
+    },
+  };
 }
 
 /**

@@ -1,7 +1,7 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { StepError } from '../core/errors.js';
 import { nextRandom } from '../core/random.js';
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { LlmClient, LlmRequest } from './client.js';
+import { lastUserText, type ChatMessage, type LlmAnswer, type LlmClient, type LlmRequest, type TokenUsage, type ToolCall } from './client.js';
 
 export interface SimulatedLlmOptions {
   /** Share of calls that fail with a transient error (0–1). */
@@ -11,7 +11,16 @@ export interface SimulatedLlmOptions {
   latencyMs?: number;
 }
 
-/** The embedded default when no API is configured: deterministic text, optional seeded faults. */
+/** Arithmetic in a task (`what is 12 * (3 + 4)?`): the simulated model hands it to a `calculator` tool when one is offered. */
+const ARITHMETIC = /[-+(]*\d+(?:\.\d+)?(?:\s*[-+*/]\s*[(]*\s*\d+(?:\.\d+)?\s*[)]*)+/;
+
+/**
+ * The embedded default when no API is configured: deterministic answers, optional seeded faults,
+ * and deterministic tool use so that the tool loop can be seen without a model. On a new task it
+ * calls the `calculator` tool (when offered) with the arithmetic the task holds, and every other
+ * offered tool whose name the task mentions, in one answer; once the results are in, it answers
+ * with text that quotes them. Usage counts a token per 4 characters.
+ */
 export function createSimulatedLlm(options: SimulatedLlmOptions = {}): LlmClient {
   const faultRate = options.faultRate ?? 0;
   const latencyMs = options.latencyMs ?? 0;
@@ -19,7 +28,7 @@ export function createSimulatedLlm(options: SimulatedLlmOptions = {}): LlmClient
   return {
     kind: 'simulated',
     description: `simulated LLM (no OPENAI_API_KEY/OPENAI_BASE_URL set; fault rate ${faultRate})`,
-    async complete(request: LlmRequest, signal: AbortSignal): Promise<string> {
+    async complete(request: LlmRequest, signal: AbortSignal): Promise<LlmAnswer> {
       if (latencyMs > 0) await sleep(latencyMs, undefined, { signal });
       signal.throwIfAborted();
       if (faultRate > 0) {
@@ -29,7 +38,46 @@ export function createSimulatedLlm(options: SimulatedLlmOptions = {}): LlmClient
           throw new StepError('transient', 'llm_unavailable', 'The simulated LLM failed on purpose (fault rate).', { status: 503 });
         }
       }
-      return `Simulated answer (${request.model}) to: ${request.task}`;
+      return simulatedAnswer(request);
     },
   };
+}
+
+function simulatedAnswer(request: LlmRequest): LlmAnswer {
+  const task = lastUserText(request);
+  const last = request.messages.at(-1);
+  if (last?.role === 'user') {
+    const calls = toolCallsFor(task, request);
+    if (calls.length > 0) return { content: null, toolCalls: calls, usage: usageOf(request.messages, JSON.stringify(calls)) };
+  }
+  const results = last?.role === 'tool' ? toolResultsOfLastTurn(request.messages) : [];
+  const content =
+    `Simulated answer (${request.model}) to: ${task}` + (results.length ? ` — tool results: ${results.join('; ')}` : '');
+  return { content, toolCalls: [], usage: usageOf(request.messages, content) };
+}
+
+function toolCallsFor(task: string, request: LlmRequest): ToolCall[] {
+  const turn = request.messages.filter((m) => m.role === 'assistant').length;
+  const calls: Omit<ToolCall, 'id'>[] = [];
+  for (const tool of request.tools ?? []) {
+    if (tool.name === 'calculator') {
+      const expression = ARITHMETIC.exec(task)?.[0];
+      if (expression) calls.push({ name: tool.name, arguments: JSON.stringify({ expression: expression.trim() }) });
+    } else if (task.includes(tool.name)) {
+      calls.push({ name: tool.name, arguments: JSON.stringify({ text: task }) });
+    }
+  }
+  return calls.map((call, i) => ({ id: `call_${turn}_${i}`, ...call }));
+}
+
+function toolResultsOfLastTurn(messages: readonly ChatMessage[]): string[] {
+  const results: string[] = [];
+  for (let i = messages.length - 1; i >= 0 && messages[i]!.role === 'tool'; i--) results.unshift(messages[i]!.content!);
+  return results;
+}
+
+function usageOf(messages: readonly ChatMessage[], answer: string): TokenUsage {
+  const promptTokens = Math.ceil(messages.reduce((n, m) => n + (m.content?.length ?? 0), 0) / 4);
+  const completionTokens = Math.ceil(answer.length / 4);
+  return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
 }

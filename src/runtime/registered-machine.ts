@@ -24,6 +24,7 @@ export interface RegisteredMachine {
   events: Record<string, z.ZodType>;
   /** What each invoked actor is, by src; an actor not declared is a `call`. */
   actors: ReadonlyMap<string, ActorDeclaration>;
+  refuse: MachineDefinition['refuse'];
 }
 
 const PLAIN_CALL: ActorDeclaration = { kind: 'call' };
@@ -41,6 +42,7 @@ export function registerMachine(def: MachineDefinition): RegisteredMachine {
     input: def.input,
     events: def.events ?? {},
     actors: new Map(Object.entries(def.actors ?? {})),
+    refuse: def.refuse,
   };
 }
 

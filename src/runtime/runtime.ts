@@ -140,6 +140,12 @@ export class Runtime {
   async send(agentId: string, event: InboxEvent, idempotencyKey?: string): Promise<{ seq: number; duplicate: boolean }> {
     const machine = this.live.get(agentId)?.machine ?? this.machine((await this.agentOrThrow(agentId)).machine);
     const checked = validateEvent(machine, event);
+    const refuse = machine.refuse?.[checked.type];
+    if (refuse) {
+      const view = await this.view(agentId);
+      const refusal = view.status === 'active' ? refuse(checked, { state: view.state, context: view.context }) : undefined;
+      if (refusal) throw new ConflictError(refusal);
+    }
     // Through the group committer: under load, many requests' events share one transaction (one fsync).
     const result = (await this.committer.enqueue({
       kind: 'event',

@@ -1,4 +1,5 @@
 import { StepError } from '../core/errors.js';
+import { textAnswer } from '../llm/client.js';
 import { createSimulatedLlm } from '../llm/simulated-client.js';
 import type { AgentContext } from '../agents/reference/types.js';
 import { agentDefinition } from '../agents/reference/definition.js';
@@ -13,15 +14,33 @@ export function agentPathTestOptions(): PathTestOptions {
   return {
     // The real registration: the same name, version and zod schemas as `serve` uses.
     machine: agentDefinition({ llm: createSimulatedLlm() }),
-    // Two attempts per step, so "retries exhausted" is two errors away.
-    input: { retry: { maxAttempts: 2 } },
-    events: [{ type: 'task.add', task: 'Summarize the report' }, { type: 'retry' }, { type: 'task.skip' }, { type: 'finish' }],
+    // Two attempts per step, so "retries exhausted" is two errors away; two LLM calls per task, so
+    // the turn limit is one tool round away; one tool that needs a person's approval.
+    input: { retry: { maxAttempts: 2 }, maxTurns: 2, tools: [{ name: 'lookup', url: 'http://127.0.0.1:9/lookup', approval: true }] },
+    events: [
+      { type: 'task.add', task: 'Summarize the report' },
+      { type: 'retry' },
+      { type: 'task.skip' },
+      { type: 'finish' },
+      { type: 'tool.approve', callId: 'call_1' },
+      { type: 'tool.reject', callId: 'call_1', reason: 'Not that one.' },
+    ],
     outcomes: {
       llm: {
-        done: ['The report says revenue went up.'],
+        done: [
+          textAnswer('The report says revenue went up.', { promptTokens: 12, completionTokens: 8, totalTokens: 20 }),
+          { content: null, toolCalls: [{ id: 'call_1', name: 'lookup', arguments: '{"q":"revenue"}' }], usage: { promptTokens: 10, completionTokens: 5, totalTokens: 15 } },
+        ],
         error: [
           new StepError('transient', 'llm_unavailable', 'The model is overloaded (HTTP 503).', { status: 503 }),
           new StepError('permanent', 'llm_rejected', 'The request was refused (HTTP 400).', { status: 400 }),
+        ],
+      },
+      tools: {
+        done: [[{ callId: 'call_1', name: 'lookup', ok: true, content: '{"revenue":"up"}' }]],
+        error: [
+          new StepError('transient', 'tool_unavailable', 'The tool answered HTTP 503.', { status: 503 }),
+          new StepError('permanent', 'outbound_not_allowed', 'The tool is at an address the policy refuses.'),
         ],
       },
       effect: {
@@ -33,10 +52,22 @@ export function agentPathTestOptions(): PathTestOptions {
       },
     },
     // What the guards read: a queued task (hasQueuedTask), the attempt count (mayRetry), the step
-    // that failed (failedAtLlm). Texts, counters and the PRNG state are left out.
+    // that failed (failedAtLlm), calls waiting for a person (awaitsApproval, isPendingCall), whether
+    // the last answer asks for tools (answerCallsTools), turns left (turnsLeft). Texts, counters and
+    // the PRNG state are left out.
     serializeState: ({ value, status, context }) => {
       const c = context as AgentContext;
-      return JSON.stringify({ value, status, queued: c.queue.length > 0, attempt: c.attempt, failedAt: c.lastError?.step ?? null });
+      const last = c.messages.at(-1);
+      return JSON.stringify({
+        value,
+        status,
+        queued: c.queue.length > 0,
+        attempt: c.attempt,
+        failedAt: c.lastError?.step ?? null,
+        pending: c.pendingApprovals.map((p) => p.callId),
+        asksTools: last?.role === 'assistant' && (last.toolCalls?.length ?? 0) > 0,
+        turnsLeft: c.turn < c.maxTurns,
+      });
     },
     // The backoff deadline is read from the wall clock when a retry is scheduled, so it differs
     // between the uninterrupted run and a crashed one (two runs). Whether there is one must match;

@@ -35,8 +35,8 @@ describe('the library example', () => {
     const actions = printed.slice(1);
     expect(actions.map(([action]) => action)).toEqual(['callLlm', 'runSideEffect', 'callLlm', 'runSideEffect']);
     expect(actions.filter(([action]) => action === 'callLlm').map(([, result]) => result)).toEqual([
-      expect.objectContaining({ ok: true, output: answerTo('Summarize the report') }),
-      expect.objectContaining({ ok: true, output: answerTo('Extract the entities') }),
+      expect.objectContaining({ ok: true, output: expect.objectContaining({ content: answerTo('Summarize the report') }) }),
+      expect.objectContaining({ ok: true, output: expect.objectContaining({ content: answerTo('Extract the entities') }) }),
     ]);
 
     const store = await openSqliteStore(dbFile);
@@ -54,7 +54,7 @@ describe('the library example', () => {
 
     expect(printed[0]).toEqual(['progress', 3]);
     const llmCalls = printed.slice(1).filter(([action]) => action === 'callLlm');
-    expect(llmCalls.map(([, result]) => (result as { output: string }).output)).toEqual([
+    expect(llmCalls.map(([, result]) => (result as { output: { content: string } }).output.content)).toEqual([
       answerTo('Summarize the report'),
       answerTo('Extract the entities'),
       answerTo('Extract the entities'),

@@ -57,7 +57,14 @@ describe('the digest machine of docs/machines.md', () => {
 
       expect(view.state).toBe('delivered');
       expect(contextOf(view)).toMatchObject({ messageId: 'm-1', error: null });
-      expect(llmCalls).toEqual([expect.objectContaining({ task: 'This week in durable agents', system: 'Write a five-line digest.' })]);
+      expect(llmCalls).toEqual([
+        expect.objectContaining({
+          messages: [
+            { role: 'system', content: 'Write a five-line digest.' },
+            { role: 'user', content: 'This week in durable agents' },
+          ],
+        }),
+      ]);
       expect(deliveries).toEqual([
         { idempotencyKey: 'd1:digest', topic: 'This week in durable agents', text: 'Simulated answer (gpt-4o-mini) to: This week in durable agents', at: expect.any(Number) },
       ]);

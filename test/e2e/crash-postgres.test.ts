@@ -41,7 +41,7 @@ function postgresDb(pool: pg.Pool): CrashDb {
   return {
     answerCommitted: async (agentId, response) =>
       (
-        await pool.query(`select 1 from actions where agent_id = $1 and action = 'callLlm' and (result::jsonb ->> 'output') = $2`, [
+        await pool.query(`select 1 from actions where agent_id = $1 and action = 'callLlm' and (result::jsonb -> 'output' ->> 'content') = $2`, [
           agentId,
           response,
         ])
@@ -49,7 +49,7 @@ function postgresDb(pool: pg.Pool): CrashDb {
     answeredTasks: async () =>
       (
         await pool.query<{ task: string }>(
-          `select payload::jsonb -> 'input' ->> 'task' as task from actions
+          `select payload::jsonb -> 'input' -> 'messages' -> -1 ->> 'content' as task from actions
            where action = 'callLlm' and (result::jsonb ->> 'ok')::boolean`,
         )
       ).rows.map((r) => r.task),

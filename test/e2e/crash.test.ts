@@ -41,7 +41,7 @@ function sqliteDb(file: string): CrashDb {
       read(
         (conn) =>
           conn
-            .prepare(`select 1 from actions where agent_id = ? and action = 'callLlm' and json_extract(result, '$.output') = ?`)
+            .prepare(`select 1 from actions where agent_id = ? and action = 'callLlm' and json_extract(result, '$.output.content') = ?`)
             .get(agentId, response) !== undefined,
         false,
       ),
@@ -51,7 +51,7 @@ function sqliteDb(file: string): CrashDb {
           (
             conn
               .prepare(
-                `select json_extract(payload, '$.input.task') as task from actions
+                `select json_extract(payload, '$.input.messages[#-1].content') as task from actions
                  where action = 'callLlm' and json_extract(result, '$.ok') = 1`,
               )
               .all() as { task: string }[]

@@ -1,6 +1,6 @@
 import { afterEach, vi } from 'vitest';
 import { silentLogger, type Logger } from '../../src/core/logger.js';
-import type { LlmClient, LlmRequest } from '../../src/llm/client.js';
+import { lastUserText, textAnswer, type LlmAnswer, type LlmClient, type LlmRequest } from '../../src/llm/client.js';
 import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
 import type { AgentDefaults } from '../../src/agents/reference/types.js';
 import { openSqliteStore, SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
@@ -84,18 +84,24 @@ export async function waitForView(runtime: Runtime, id: string, predicate: (view
 
 export const isIdleWithProgress = (n: number) => (view: AgentView) => view.state === 'idle' && view.progress === n;
 
-/** An LLM client that records every call and answers through `answer` (default: a fixed text per task). */
-export function recordingLlm(answer: (request: LlmRequest, signal: AbortSignal) => Promise<string> | string = (r) => `answer to ${r.task}`) {
+/**
+ * An LLM client that records every call and answers through `answer` (default: a fixed text per
+ * task); a string answer is a text answer with no usage.
+ */
+export function recordingLlm(
+  answer: (request: LlmRequest, signal: AbortSignal) => Promise<string | LlmAnswer> | string | LlmAnswer = (r) => `answer to ${lastUserText(r)}`,
+) {
   const calls: LlmRequest[] = [];
   const llm: LlmClient = {
     kind: 'simulated',
     description: 'recording test LLM',
     complete: async (request, signal) => {
       calls.push(request);
-      return answer(request, signal);
+      const answered = await answer(request, signal);
+      return typeof answered === 'string' ? textAnswer(answered) : answered;
     },
   };
-  return { llm, calls, callsFor: (task: string) => calls.filter((c) => c.task === task).length };
+  return { llm, calls, callsFor: (task: string) => calls.filter((c) => lastUserText(c) === task).length };
 }
 
 /** A promise that only settles when the signal aborts: an LLM call in flight at a crash. */

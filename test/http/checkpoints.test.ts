@@ -55,7 +55,7 @@ describe('GET /agents/:id/checkpoints/:seq', () => {
     expect(body).toEqual({
       agentId: 'c1',
       seq: 2,
-      machineVersion: '2',
+      machineVersion: '3',
       eventType: stored!.eventType,
       state: stored!.state,
       status: 'active',
@@ -141,8 +141,8 @@ describe('GET /agents/:id/actions', () => {
     expect(body.items.map((a: { action: string }) => a.action)).toEqual(['callLlm', 'runSideEffect']);
     const [llm] = body.items;
     expect(Object.keys(llm).sort()).toEqual(['action', 'createdAt', 'payload', 'result', 'seq']);
-    expect(llm.payload).toMatchObject({ input: { task: 'summarize' } });
-    expect(llm.result).toMatchObject({ ok: true, output: expect.stringContaining('summarize') });
+    expect(llm.payload).toMatchObject({ input: { messages: [{ role: 'user', content: 'summarize' }] } });
+    expect(llm.result).toMatchObject({ ok: true, output: { content: expect.stringContaining('summarize'), toolCalls: [] } });
     expect(llm.createdAt).toMatch(ISO_MS);
   });
 

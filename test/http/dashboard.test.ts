@@ -193,7 +193,10 @@ describe('dashboard building blocks', () => {
   it('lays out every state and targeted transition of the agent machine', async () => {
     const diagram = await layoutStatechart(agentMachine);
     expect(diagram.states.map((s) => s.id).sort()).toEqual(
-      ['callingLLM', 'callingLLM.backingOff', 'callingLLM.requesting', 'done', 'failed', 'idle', 'persisted', 'sideEffect', 'sideEffect.backingOff', 'sideEffect.requesting'].sort(),
+      [
+        'callingLLM', 'callingLLM.backingOff', 'callingLLM.requesting', 'done', 'failed', 'idle', 'persisted', 'sideEffect',
+        'sideEffect.routing', 'sideEffect.awaitingApproval', 'sideEffect.runningTools', 'sideEffect.toolsBackoff', 'sideEffect.backingOff', 'sideEffect.requesting',
+      ].sort(),
     );
     for (const s of diagram.states) {
       expect(s.width, s.id).toBeGreaterThan(0);
@@ -206,7 +209,9 @@ describe('dashboard building blocks', () => {
     expect(edge('failed', 'callingLLM')?.label).toBe('retry [failedAtLlm]');
     expect(edge('failed', 'idle')?.label).toBe('task.skip');
     expect(edge('callingLLM.backingOff', 'callingLLM.requesting')?.label).toBe('llmBackoff done / llmBackoff error');
-    expect(diagram.edges.filter((e) => e.initial).map((e) => e.to).sort()).toEqual(['callingLLM.requesting', 'idle', 'sideEffect.requesting']);
+    expect(edge('sideEffect.awaitingApproval', 'sideEffect.routing')?.label).toBe('tool.approve [isPendingCall] / tool.reject [isPendingCall]');
+    expect(edge('sideEffect.runningTools', 'callingLLM')?.label).toBe('tools done [turnsLeft]');
+    expect(diagram.edges.filter((e) => e.initial).map((e) => e.to).sort()).toEqual(['callingLLM.requesting', 'idle', 'sideEffect.routing']);
     for (const e of diagram.edges) expect(e.points.length, e.id).toBeGreaterThanOrEqual(2);
     expect(diagram.internal).toEqual([{ state: '', events: ['task.add'] }]);
   });

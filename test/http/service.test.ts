@@ -24,9 +24,9 @@ describe('GET /machines', () => {
     const agent = body.items.find((m: { name: string }) => m.name === 'agent');
     expect(agent).toEqual({
       name: 'agent',
-      version: '2',
+      version: '3',
       states: ['idle', 'callingLLM', 'persisted', 'sideEffect', 'failed', 'done'],
-      events: ['finish', 'retry', 'task.add', 'task.skip'],
+      events: ['finish', 'retry', 'task.add', 'task.skip', 'tool.approve', 'tool.reject'],
     });
     expect(body.items.map((m: { name: string }) => m.name).sort()).toEqual(['agent', 'toggle']);
   });
@@ -36,7 +36,7 @@ describe('GET /machines', () => {
     const { status, body } = await getJson(t.app, '/machines/agent');
     expect(status).toBe(200);
     expect(body.name).toBe('agent');
-    expect(body.version).toBe('2');
+    expect(body.version).toBe('3');
     expect(body.definition).toEqual(JSON.parse(JSON.stringify(agentMachine.toJSON())));
     expect(Object.keys(body.definition.states)).toEqual(['idle', 'callingLLM', 'persisted', 'sideEffect', 'failed', 'done']);
   });

@@ -1,3 +1,4 @@
+import { lastUserText } from '../../src/llm/client.js';
 import { describe, expect, it, vi } from 'vitest';
 import { StepError } from '../../src/core/errors.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
@@ -90,7 +91,7 @@ describe('passivation: memory follows the working set', () => {
     await t.store.commit(['first', 'second'].map((task) => ({ kind: 'event' as const, agentId: 'a1', event: { type: 'task.add', task }, idempotencyKey: null, at })));
     expect(await t.runtime.send('a1', { type: 'task.add', task: 'third' })).toEqual({ seq: 3, duplicate: false });
     await waitForView(t.runtime, 'a1', isIdleWithProgress(3));
-    expect(llm.calls.map((c) => c.task)).toEqual(['first', 'second', 'third']);
+    expect(llm.calls.map((c) => lastUserText(c))).toEqual(['first', 'second', 'third']);
   });
 
   it('wakes an agent from one read of its row and last checkpoint', async () => {
@@ -132,7 +133,7 @@ describe('passivation: memory follows the working set', () => {
     await second.runtime.send('resting-2', { type: 'task.add', task: 'wake up' });
     await waitForView(second.runtime, 'resting-2', isIdleWithProgress(1));
     expect(second.runtime.liveAgents).toBe(2);
-    expect(llm.calls.map((c) => c.task).sort()).toEqual(['in flight', 'wake up']);
+    expect(llm.calls.map((c) => lastUserText(c)).sort()).toEqual(['in flight', 'wake up']);
   });
 
   it('wakes an agent once when several events race for it', async () => {

@@ -1,3 +1,4 @@
+import { lastUserText } from '../../src/llm/client.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startWebhookSink, type WebhookSink } from '../support/webhook-sink.js';
 import { isIdleWithProgress, recordingLlm, startRuntime, waitForView, type TestRuntime } from '../helpers/runtime.js';
@@ -20,7 +21,7 @@ describe('persist, then act', () => {
     const seenAtCall: unknown[] = [];
     const { llm } = recordingLlm((request) => {
       seenAtCall.push(lastCheckpoint('a1')?.state && JSON.parse(lastCheckpoint('a1')!.state));
-      return `answer to ${request.task}`;
+      return `answer to ${lastUserText(request)}`;
     });
     t = await startRuntime({ llm });
     await t.runtime.spawn('agent', { id: 'a1', input: { tasks: ['t1', 't2'] } });

@@ -1,3 +1,4 @@
+import { lastUserText } from '../../src/llm/client.js';
 import { describe, expect, it } from 'vitest';
 import { StepError } from '../../src/core/errors.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
@@ -59,7 +60,7 @@ describe('restart and recovery', () => {
     const working = recordingLlm();
     const second = await start({ file: first.file, llm: working.llm });
     await waitForView(second.runtime, 'a1', isIdleWithProgress(4));
-    expect(working.calls.map((c) => c.task)).toEqual(['t0', 't1', 't2', 't3']);
+    expect(working.calls.map((c) => lastUserText(c))).toEqual(['t0', 't1', 't2', 't3']);
     expect(await second.store.getAgent('a1')).toMatchObject({ eventSeq: 4, inboxPosition: 4 });
 
     // A third start finds nothing left to do: no event is delivered twice.

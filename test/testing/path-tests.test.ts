@@ -72,7 +72,8 @@ describe('pathTests: synthetic events', () => {
   });
 
   it('derives only the kinds the chart handles, and takes outcomes by invoke id before src', () => {
-    const agent = pathTests({ ...agentPathTestOptions(), simplePathDepth: 0, outcomes: { sleepUntil: { done: ['late'] }, llmBackoff: { done: ['early'] } } });
+    const options = agentPathTestOptions();
+    const agent = pathTests({ ...options, simplePathDepth: 0, outcomes: { ...options.outcomes, sleepUntil: { done: ['late'] }, llmBackoff: { done: ['early'] } } });
     const byType = (type: string) => agent.events.filter((e) => e.type === type);
     expect(byType('xstate.done.actor.llmBackoff')).toEqual([{ type: 'xstate.done.actor.llmBackoff', output: 'early', actorId: 'llmBackoff' }]);
     expect(byType('xstate.done.actor.effectBackoff')).toEqual([{ type: 'xstate.done.actor.effectBackoff', output: 'late', actorId: 'effectBackoff' }]);

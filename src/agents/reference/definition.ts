@@ -1,33 +1,55 @@
 import { fromPromise } from 'xstate';
-import { postWebhook } from './webhook.js';
-import type { LlmClient } from '../../llm/client.js';
-import { AGENT_UPGRADES, createAgentMachine, DEFAULT_AGENT_DEFAULTS } from './machine.js';
-import type { AgentDefaults, EffectRequest, EffectResult, LlmRequest } from './types.js';
-import { agentEventSchemas, agentInputSchema } from './schemas.js';
+import { postJson } from '../../core/outbound-fetch.js';
+import { parseOutboundPolicy, type OutboundPolicy } from '../../core/outbound.js';
 import { currentAgent } from '../../durable/current-agent.js';
 import type { MachineDefinition } from '../../durable/definition.js';
 import { sleepUntil } from '../../durable/sleep-until.js';
+import type { ChatMessage, LlmAnswer, LlmClient, LlmRequest } from '../../llm/client.js';
+import { AGENT_UPGRADES, createAgentMachine, DEFAULT_AGENT_DEFAULTS } from './machine.js';
+import { agentEventSchemas, agentInputSchema } from './schemas.js';
+import { runToolCalls, toolKey, toToolSpec, type CodeTool, type HttpPost } from './tools.js';
+import type { AgentDefaults, EffectRequest, EffectResult, ToolResult, ToolsRequest } from './types.js';
+import { postWebhook } from './webhook.js';
 
 export interface AgentDependencies {
   llm: LlmClient;
   defaults?: Partial<AgentDefaults>;
+  /** Tools registered in code: offered to every agent besides the HTTP tools of its input. */
+  tools?: readonly CodeTool[];
+  /** Where webhooks and HTTP tools may go (default: anywhere but link-local and cloud-metadata addresses). */
+  outbound?: OutboundPolicy;
 }
 
 /** The reference `agent` statechart bound to real I/O: the only place the chart meets the world. */
-export function agentDefinition({ llm, defaults }: AgentDependencies): MachineDefinition {
-  const machine = createAgentMachine({ ...DEFAULT_AGENT_DEFAULTS, ...defaults }).provide({
+export function agentDefinition({ llm, defaults, tools = [], outbound = parseOutboundPolicy(undefined) }: AgentDependencies): MachineDefinition {
+  const codeTools = new Map(tools.map((t) => [t.name, t]));
+  if (codeTools.size !== tools.length) throw new Error('Two tools registered in code have the same name.');
+  const post: HttpPost = (url, request) => postJson(url, { step: 'tool', ...request, policy: outbound });
+  const machine = createAgentMachine({ ...DEFAULT_AGENT_DEFAULTS, ...defaults }, tools.map(toToolSpec)).provide({
     actors: {
-      callLlm: fromPromise<string, LlmRequest>(({ input, signal }) => llm.complete(input, signal)),
-      runSideEffect: fromPromise<EffectResult, EffectRequest>(({ input, signal, system }) => runSideEffect(input, signal, system)),
+      callLlm: fromPromise<LlmAnswer, LlmRequest>(({ input, signal }) => llm.complete(readLlmRequest(input), signal)),
+      runTools: fromPromise<ToolResult[], ToolsRequest>(({ input, signal, system }) =>
+        runToolCalls(input, { agent: currentAgent(system), codeTools, post, signal }),
+      ),
+      runSideEffect: fromPromise<EffectResult, EffectRequest>(({ input, signal, system }) => runSideEffect(input, signal, system, outbound)),
       sleepUntil: fromPromise<void, { at: number }>(({ input, signal }) => sleepUntil(input.at, signal)),
     },
   });
-  return { name: 'agent', machine, upgrades: AGENT_UPGRADES, input: agentInputSchema, events: agentEventSchemas, actors: AGENT_ACTORS };
+  return {
+    name: 'agent',
+    machine,
+    upgrades: AGENT_UPGRADES,
+    input: inputSchemaFor(codeTools, outbound),
+    events: agentEventSchemas,
+    actors: AGENT_ACTORS,
+    refuse: { 'tool.approve': refuseDecision, 'tool.reject': refuseDecision },
+  };
 }
 
 /** What the chart's actors are, for metrics, traces and the dashboard. */
 export const AGENT_ACTORS: NonNullable<MachineDefinition['actors']> = {
   callLlm: { kind: 'llm' },
+  runTools: { kind: 'tools' },
   runSideEffect: {
     kind: 'effect',
     // A failed effect has no output to read the key from; the key is the agent's rule.
@@ -44,11 +66,42 @@ export function effectKey(agentId: string, seq: number): string {
   return `${agentId}:${seq}`;
 }
 
+export { toolKey };
+
+/** Spawn input: the contract's schema, plus no HTTP tool shadowing a code tool, and URLs the outbound policy allows. */
+function inputSchemaFor(codeTools: ReadonlyMap<string, CodeTool>, outbound: OutboundPolicy) {
+  return agentInputSchema.superRefine((input, ctx) => {
+    for (const [i, t] of (input.tools ?? []).entries()) {
+      if (codeTools.has(t.name)) ctx.addIssue({ code: 'custom', path: ['tools', i, 'name'], message: `"${t.name}" is the name of a tool registered on the server` });
+    }
+    // Throws OutboundNotAllowedError (a 400 of its own), not a zod issue: the caller must see why.
+    // A URL the schema refuses is reported by the schema, as invalid input.
+    for (const url of [input.webhook, ...(input.tools ?? []).map((t) => t.url)]) if (url !== undefined && /^https?:\/\//i.test(url) && URL.canParse(url)) outbound.checkUrl(url);
+  });
+}
+
+/** `tool.approve`/`tool.reject` for a call that is not waiting for a decision is a conflict (409). */
+function refuseDecision(event: { type: string; callId?: unknown }, current: { context: unknown }): string | undefined {
+  const pending = (current.context as { pendingApprovals?: { callId: string }[] } | null)?.pendingApprovals ?? [];
+  if (pending.some((p) => p.callId === event.callId)) return undefined;
+  return `No tool call "${String(event.callId)}" is waiting for a decision${pending.length ? ` (waiting: ${pending.map((p) => p.callId).join(', ')})` : ''}.`;
+}
+
+/**
+ * The request of an LLM call, also from a version 2 checkpoint whose call was in flight: its stored
+ * input was `{model, system, task, timeoutMs}`.
+ */
+function readLlmRequest(input: LlmRequest | { model: string; system: string | null; task: string; timeoutMs: number }): LlmRequest {
+  if ('messages' in input) return input;
+  const messages: ChatMessage[] = [...(input.system ? [{ role: 'system' as const, content: input.system }] : []), { role: 'user', content: input.task }];
+  return { model: input.model, messages, timeoutMs: input.timeoutMs };
+}
+
 /**
  * Runs a task's effect once per idempotency key: an effect already recorded is not run again; a
  * re-run after a crash (recorded or not) sends the same key and the same body.
  */
-async function runSideEffect(input: EffectRequest, signal: AbortSignal, system: unknown): Promise<EffectResult> {
+async function runSideEffect(input: EffectRequest, signal: AbortSignal, system: unknown, outbound: OutboundPolicy): Promise<EffectResult> {
   const agent = currentAgent(system);
   const idempotencyKey = effectKey(agent.agentId, input.seq);
   const recorded = await agent.findEffect(idempotencyKey);
@@ -56,9 +109,11 @@ async function runSideEffect(input: EffectRequest, signal: AbortSignal, system: 
   let result: EffectResult = { delivered: false, idempotencyKey };
   if (input.webhook) {
     const body = { agentId: agent.agentId, seq: input.seq, task: input.task, response: input.response };
-    const status = await postWebhook({ url: input.webhook, idempotencyKey, body, timeoutMs: input.timeoutMs }, signal);
+    const status = await postWebhook({ url: input.webhook, idempotencyKey, body, timeoutMs: input.timeoutMs }, signal, outbound);
     result = { delivered: true, status, idempotencyKey };
   }
   agent.recordEffect(idempotencyKey, input.seq, result);
   return result;
 }
+
+export type { CodeTool };

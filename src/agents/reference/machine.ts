@@ -1,34 +1,19 @@
 import { assign, fromPromise, setup } from 'xstate';
-import { StepError } from '../../core/errors.js';
-import { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from '../../durable/commit-barrier.js';
-import type { SnapshotUpgrade } from '../../durable/definition.js';
 import { backoffDelay, retryDelay } from '../../core/backoff.js';
 import { nextRandom, seedFrom } from '../../core/random.js';
+import { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from '../../durable/commit-barrier.js';
+import type { LlmAnswer } from '../../llm/client.js';
+import {
+  addUsage, answerMessage, approvalsNeeded, DEFAULT_MAX_TURNS, failureKind, NO_TOTALS, openToolCalls, requestMessages, retryAfterMs, toLastError, toolDefinitions,
+} from './steps.js';
 import type {
-  AgentContext,
-  AgentDefaults,
-  AgentEvent,
-  AgentInput,
-  AgentStep,
-  EffectRequest,
-  EffectResult,
-  LastError,
-  LlmRequest,
+  AgentContext, AgentDefaults, AgentEvent, AgentInput, AgentStep, EffectRequest, EffectResult, LastError, LlmRequest, ToolResult, ToolSpec, ToolsRequest,
 } from './types.js';
 
-export const AGENT_MACHINE_VERSION = '2';
+export { AGENT_UPGRADES } from './upgrades.js';
+export { DEFAULT_MAX_TURNS } from './steps.js';
 
-/**
- * Checkpoints of earlier versions, read as this one. Version 1 invoked an `awaitCommit` actor (id
- * `commit`) in `persisted` where version 2 has a commit barrier: its snapshot is the same without
- * that child, and the runtime's committed event then moves the restored agent on.
- */
-export const AGENT_UPGRADES: Readonly<Record<string, SnapshotUpgrade>> = {
-  '1': (snapshot) => {
-    const { commit: _commit, ...children } = snapshot.children ?? {};
-    return { ...snapshot, children };
-  },
-};
+export const AGENT_MACHINE_VERSION = '3';
 
 export const DEFAULT_AGENT_DEFAULTS: AgentDefaults = {
   model: 'gpt-4o-mini',
@@ -48,16 +33,20 @@ const unbound = (name: string) => () =>
   Promise.reject(new Error(`The actor "${name}" is bound by the runtime (agentDefinition); this machine was run without it.`));
 
 /**
- * The reference statechart: idle → callingLLM → persisted → sideEffect → idle, with failed and done.
- * Pure: no I/O here. The runtime provides the actors by name and commits a checkpoint before any
- * invoked actor starts; `persisted` (entered with the answer in context) is a commit barrier, left
- * only once the runtime says its checkpoint is durable, so the side effect never runs on an unsaved answer.
+ * The reference statechart, a tool-calling loop: idle → callingLLM → persisted → sideEffect → …
+ * An answer is committed (`persisted` is a commit barrier) before anything acts on it. In
+ * `sideEffect`, an answer with tool calls runs them (after a person's decision for tools marked
+ * `approval`), and their results go back to the model: `callingLLM` again, at most `maxTurns` calls
+ * per task. An answer without tool calls is the task's response: its webhook runs, then `idle`.
+ * Pure: no I/O here; the runtime provides the actors by name and starts each only once the
+ * checkpoint that invoked it is committed.
  *
  * The actor names, invoke ids and state names below are a storage format (they are in every
  * checkpoint): never rename one without bumping `version` and saying in `AGENT_UPGRADES` how an
  * older checkpoint reads in the new version.
  */
-export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAULTS) {
+/** `codeTools`: the tools registered in code on this server, offered to every agent besides its input's HTTP tools. */
+export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAULTS, codeTools: readonly ToolSpec[] = []) {
   return setup({
     types: {
       context: {} as AgentContext,
@@ -65,7 +54,8 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
       input: {} as AgentInput,
     },
     actors: {
-      callLlm: fromPromise<string, LlmRequest>(unbound('callLlm')),
+      callLlm: fromPromise<LlmAnswer, LlmRequest>(unbound('callLlm')),
+      runTools: fromPromise<ToolResult[], ToolsRequest>(unbound('runTools')),
       runSideEffect: fromPromise<EffectResult, EffectRequest>(unbound('runSideEffect')),
       sleepUntil: fromPromise<void, { at: number }>(unbound('sleepUntil')),
     },
@@ -73,7 +63,12 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
       hasQueuedTask: ({ context }) => context.queue.length > 0,
       mayRetry: ({ context }, error: unknown) =>
         failureKind(error) === 'transient' && context.attempt < context.retry.maxAttempts,
-      failedAtLlm: ({ context }) => context.lastError?.step !== 'effect',
+      failedAtLlm: ({ context }) => context.lastError?.step === 'llm' || context.lastError === null,
+      answerCallsTools: ({ context }) => openToolCalls(context.messages).length > 0,
+      awaitsApproval: ({ context }) => context.pendingApprovals.length > 0,
+      isPendingCall: ({ context, event }) =>
+        (event.type === 'tool.approve' || event.type === 'tool.reject') && context.pendingApprovals.some((p) => p.callId === event.callId),
+      turnsLeft: ({ context }) => context.turn < context.maxTurns,
     },
     actions: {
       enqueueTask: assign({
@@ -85,7 +80,12 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
           queue: rest,
           taken: context.taken + 1,
           current: { seq: context.taken + 1, task: task ?? '' },
+          messages: [...context.conversation, { role: 'user' as const, content: task ?? '' }],
+          turn: 0,
           answer: null,
+          pendingApprovals: [],
+          decisions: {},
+          taskUsage: NO_TOTALS,
           attempt: 0,
           nextAttemptAt: null,
           lastError: null,
@@ -98,30 +98,53 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
         const delay = retryDelay(backoff, retryAfterMs(error), RETRY_AFTER_CAP_MS);
         return { rng: state, nextAttemptAt: Date.now() + delay };
       }),
-      storeAnswer: assign({
-        answer: (_, output: string) => output,
+      storeAnswer: assign(({ context }, answer: LlmAnswer) => ({
+        messages: [...context.messages, answerMessage(answer)],
+        turn: context.turn + 1,
+        answer: answer.toolCalls.length === 0 ? answer.content : null,
+        pendingApprovals: approvalsNeeded(answer.toolCalls, context.tools),
+        decisions: {},
+        taskUsage: addUsage(context.taskUsage, answer.usage),
+        usage: addUsage(context.usage, answer.usage),
         attempt: 0,
         nextAttemptAt: null,
+      })),
+      decide: assign(({ context, event }) => {
+        if (event.type !== 'tool.approve' && event.type !== 'tool.reject') return {};
+        const decision = event.type === 'tool.approve' ? { approved: true } : { approved: false, ...(event.reason ? { reason: event.reason } : {}) };
+        return {
+          decisions: { ...context.decisions, [event.callId]: decision },
+          pendingApprovals: context.pendingApprovals.filter((p) => p.callId !== event.callId),
+        };
       }),
+      storeToolResults: assign(({ context }, results: ToolResult[]) => ({
+        messages: [...context.messages, ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.callId, content: r.content }))],
+        attempt: 0,
+        nextAttemptAt: null,
+      })),
       recordFailure: assign({
         lastError: ({ context }, params: { step: AgentStep; error: unknown }) =>
           toLastError(params.step, params.error, context.attempt),
         nextAttemptAt: null,
       }),
-      completeTask: assign({
-        progress: ({ context }) => context.progress + 1,
-        current: null,
-        answer: null,
-        attempt: 0,
-        lastError: null,
+      recordTurnLimit: assign({
+        lastError: ({ context }): LastError => ({
+          kind: 'permanent',
+          step: 'llm',
+          code: 'turn_limit',
+          message: `The task used its ${context.maxTurns} LLM calls (maxTurns) without a final answer.`,
+          attempts: context.turn,
+        }),
       }),
-      skipTask: assign({
-        skipped: ({ context }) => context.skipped + 1,
-        current: null,
-        answer: null,
-        attempt: 0,
-        lastError: null,
-      }),
+      completeTask: assign(({ context }) => ({
+        progress: context.progress + 1,
+        results: context.current
+          ? [...context.results, { seq: context.current.seq, task: context.current.task, response: context.answer ?? '', usage: context.taskUsage, turns: context.turn }]
+          : context.results,
+        conversation: context.memory === 'conversation' ? context.messages : [],
+        ...endOfTask,
+      })),
+      skipTask: assign(({ context }) => ({ skipped: context.skipped + 1, ...endOfTask })),
       resetAttempts: assign({ attempt: 0, nextAttemptAt: null }),
     },
   }).createMachine({
@@ -136,13 +159,29 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
         baseDelayMs: input.retry?.baseDelayMs ?? defaults.baseDelayMs,
         maxDelayMs: Math.max(defaults.maxDelayMs, input.retry?.baseDelayMs ?? 0),
         timeoutMs: input.retry?.timeoutMs ?? defaults.timeoutMs,
-        // The input has one time limit: a spawn that sets it bounds the LLM and the webhook alike.
+        // The input has one time limit: a spawn that sets it bounds the LLM, the tools and the webhook alike.
         webhookTimeoutMs: input.retry?.timeoutMs ?? defaults.webhookTimeoutMs ?? defaults.timeoutMs,
       },
+      tools: [
+        ...(input.tools ?? []).map((t) => ({
+          name: t.name, description: t.description ?? null, parameters: t.parameters ?? { type: 'object' }, approval: t.approval ?? false, url: t.url,
+        })),
+        ...codeTools,
+      ],
+      maxTurns: input.maxTurns ?? DEFAULT_MAX_TURNS,
+      memory: input.memory ?? 'task',
       queue: [...(input.tasks ?? [])],
       taken: 0,
       current: null,
+      messages: [],
+      conversation: [],
+      turn: 0,
       answer: null,
+      pendingApprovals: [],
+      decisions: {},
+      taskUsage: NO_TOTALS,
+      usage: NO_TOTALS,
+      results: [],
       attempt: 0,
       nextAttemptAt: null,
       rng: seedFrom(self.id),
@@ -168,21 +207,14 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
               src: 'callLlm',
               input: ({ context }) => ({
                 model: context.model,
-                system: context.system,
-                task: context.current?.task ?? '',
+                messages: requestMessages(context),
+                ...(context.tools.length ? { tools: toolDefinitions(context.tools) } : {}),
                 timeoutMs: context.retry.timeoutMs,
               }),
               onDone: { target: '#agent.persisted', actions: { type: 'storeAnswer', params: ({ event }) => event.output } },
               onError: [
-                {
-                  guard: { type: 'mayRetry', params: errorOf },
-                  target: 'backingOff',
-                  actions: { type: 'scheduleRetry', params: errorOf },
-                },
-                {
-                  target: '#agent.failed',
-                  actions: { type: 'recordFailure', params: ({ event }) => ({ step: 'llm' as const, error: event.error }) },
-                },
+                { guard: { type: 'mayRetry', params: errorOf }, target: 'backingOff', actions: { type: 'scheduleRetry', params: errorOf } },
+                { target: '#agent.failed', actions: { type: 'recordFailure', params: ({ event }) => ({ step: 'llm' as const, error: event.error }) } },
               ],
             },
           },
@@ -203,8 +235,57 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
         on: { [COMMITTED_EVENT]: 'sideEffect' },
       },
       sideEffect: {
-        initial: 'requesting',
+        initial: 'routing',
         states: {
+          // What the committed answer asks for: tool calls (after any approvals), or its webhook.
+          routing: {
+            always: [
+              { guard: 'awaitsApproval', target: 'awaitingApproval' },
+              { guard: 'answerCallsTools', target: 'runningTools' },
+              { target: 'requesting' },
+            ],
+          },
+          awaitingApproval: {
+            on: {
+              'tool.approve': { guard: 'isPendingCall', actions: 'decide', target: 'routing' },
+              'tool.reject': { guard: 'isPendingCall', actions: 'decide', target: 'routing' },
+            },
+          },
+          runningTools: {
+            entry: 'countAttempt',
+            invoke: {
+              id: 'tools',
+              src: 'runTools',
+              input: ({ context }) => {
+                const calls = openToolCalls(context.messages);
+                return {
+                  seq: context.current?.seq ?? 0,
+                  calls,
+                  tools: context.tools.filter((t) => calls.some((c) => c.name === t.name)),
+                  decisions: context.decisions,
+                  timeoutMs: context.retry.webhookTimeoutMs ?? context.retry.timeoutMs,
+                };
+              },
+              onDone: [
+                { guard: 'turnsLeft', target: '#agent.callingLLM', actions: { type: 'storeToolResults', params: ({ event }) => event.output } },
+                { target: '#agent.failed', actions: [{ type: 'storeToolResults', params: ({ event }) => event.output }, 'recordTurnLimit'] },
+              ],
+              onError: [
+                { guard: { type: 'mayRetry', params: errorOf }, target: 'toolsBackoff', actions: { type: 'scheduleRetry', params: errorOf } },
+                { target: '#agent.failed', actions: { type: 'recordFailure', params: ({ event }) => ({ step: 'tool' as const, error: event.error }) } },
+              ],
+            },
+          },
+          toolsBackoff: {
+            invoke: {
+              id: 'toolsBackoff',
+              src: 'sleepUntil',
+              input: ({ context }) => ({ at: context.nextAttemptAt ?? 0 }),
+              onDone: 'runningTools',
+              onError: 'runningTools',
+            },
+          },
+          // The task's response is in: its webhook (named as in version 2, whose checkpoints restore here).
           requesting: {
             entry: 'countAttempt',
             invoke: {
@@ -219,15 +300,8 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
               }),
               onDone: { target: '#agent.idle', actions: 'completeTask' },
               onError: [
-                {
-                  guard: { type: 'mayRetry', params: errorOf },
-                  target: 'backingOff',
-                  actions: { type: 'scheduleRetry', params: errorOf },
-                },
-                {
-                  target: '#agent.failed',
-                  actions: { type: 'recordFailure', params: ({ event }) => ({ step: 'effect' as const, error: event.error }) },
-                },
+                { guard: { type: 'mayRetry', params: errorOf }, target: 'backingOff', actions: { type: 'scheduleRetry', params: errorOf } },
+                { target: '#agent.failed', actions: { type: 'recordFailure', params: ({ event }) => ({ step: 'effect' as const, error: event.error }) } },
               ],
             },
           },
@@ -247,6 +321,7 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
         on: {
           retry: [
             { guard: 'failedAtLlm', target: 'callingLLM', actions: 'resetAttempts' },
+            // The tool calls not yet recorded run again with the same keys; a delivered task's webhook likewise.
             { target: 'sideEffect', actions: 'resetAttempts' },
           ],
           'task.skip': { target: 'idle', actions: 'skipTask' },
@@ -257,35 +332,17 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
   });
 }
 
+/** What a task leaves behind once it is completed or skipped. */
+const endOfTask = {
+  current: null,
+  messages: [],
+  turn: 0,
+  answer: null,
+  pendingApprovals: [],
+  decisions: {},
+  taskUsage: NO_TOTALS,
+  attempt: 0,
+  lastError: null,
+} satisfies Partial<AgentContext>;
+
 export const agentMachine = createAgentMachine();
-
-/** Errors reach the chart as whatever the actor threw; only a StepError-shaped value says "transient". */
-function failureKind(error: unknown): 'transient' | 'permanent' {
-  return isStepErrorLike(error) && error.kind === 'transient' ? 'transient' : 'permanent';
-}
-
-function retryAfterMs(error: unknown): number | undefined {
-  return isStepErrorLike(error) ? error.retryAfterMs : undefined;
-}
-
-function toLastError(step: AgentStep, error: unknown, attempts: number): LastError {
-  if (isStepErrorLike(error)) {
-    return {
-      kind: error.kind,
-      step,
-      code: error.code,
-      message: error.message,
-      ...(error.status === undefined ? {} : { status: error.status }),
-      attempts,
-    };
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  return { kind: 'permanent', step, code: 'unexpected_error', message, attempts };
-}
-
-function isStepErrorLike(error: unknown): error is Pick<StepError, 'kind' | 'code' | 'message' | 'status' | 'retryAfterMs'> {
-  if (error instanceof StepError) return true;
-  if (typeof error !== 'object' || error === null) return false;
-  const kind = (error as { kind?: unknown }).kind;
-  return (kind === 'transient' || kind === 'permanent') && typeof (error as { message?: unknown }).message === 'string';
-}

@@ -1,6 +1,20 @@
 import { z } from 'zod';
+import { TOOL_NAME } from './tools.js';
 
 const positiveInt = z.number().int().positive();
+
+const httpToolSchema = z
+  .object({
+    name: z.string().regex(TOOL_NAME, 'a tool name is 1–64 characters from A-Z a-z 0-9 _ -'),
+    description: z.string().max(10_000).optional(),
+    parameters: z
+      .record(z.string(), z.unknown())
+      .refine((schema) => schema.type === undefined || schema.type === 'object', 'parameters must be a JSON Schema of type "object"')
+      .optional(),
+    url: z.url({ protocol: /^https?$/ }),
+    approval: z.boolean().optional(),
+  })
+  .strict();
 
 /** Spawn input of the `agent` machine (contract: "The reference machine"). */
 export const agentInputSchema = z
@@ -17,6 +31,13 @@ export const agentInputSchema = z
       })
       .strict()
       .optional(),
+    tools: z
+      .array(httpToolSchema)
+      .max(128)
+      .refine((tools) => new Set(tools.map((t) => t.name)).size === tools.length, 'tool names must be unique')
+      .optional(),
+    maxTurns: positiveInt.max(100).optional(),
+    memory: z.enum(['task', 'conversation']).optional(),
   })
   .strict();
 
@@ -25,4 +46,6 @@ export const agentEventSchemas = {
   retry: z.object({ type: z.literal('retry') }).strict(),
   'task.skip': z.object({ type: z.literal('task.skip') }).strict(),
   finish: z.object({ type: z.literal('finish') }).strict(),
+  'tool.approve': z.object({ type: z.literal('tool.approve'), callId: z.string().min(1).max(200) }).strict(),
+  'tool.reject': z.object({ type: z.literal('tool.reject'), callId: z.string().min(1).max(200), reason: z.string().max(10_000).optional() }).strict(),
 };

@@ -1,4 +1,5 @@
 import type { FailureKind } from '../../core/errors.js';
+import type { ChatMessage, LlmAnswer, TokenUsage, ToolCall } from '../../llm/client.js';
 
 /** What a user gives when spawning an `agent` (contract: "The reference machine"). */
 export interface AgentInput {
@@ -7,6 +8,35 @@ export interface AgentInput {
   model?: string;
   webhook?: string;
   retry?: { maxAttempts?: number; baseDelayMs?: number; timeoutMs?: number };
+  /** HTTP tools the model may call (contract: "Tools"); tools registered in code on the server are offered too. */
+  tools?: HttpToolInput[];
+  /** LLM calls allowed per task (default 8). */
+  maxTurns?: number;
+  /** `task` (default): each task starts a fresh exchange; `conversation`: tasks are the user turns of one conversation. */
+  memory?: 'task' | 'conversation';
+}
+
+export interface HttpToolInput {
+  name: string;
+  description?: string;
+  /** A JSON Schema object (default `{"type":"object"}`). */
+  parameters?: Record<string, unknown>;
+  url: string;
+  approval?: boolean;
+}
+
+/**
+ * A tool as an agent's checkpoints keep it: an HTTP tool from the spawn input, or one registered in
+ * code (found by name in the server's registry when it runs). Frozen at spawn, so every turn and
+ * every restart offers the model the same tools.
+ */
+export interface ToolSpec {
+  name: string;
+  description: string | null;
+  parameters: Record<string, unknown>;
+  approval: boolean;
+  /** Set for an HTTP tool; absent for a tool registered in code. */
+  url?: string;
 }
 
 /** Server-wide defaults an agent's input may override. */
@@ -37,7 +67,7 @@ export interface CurrentTask {
   task: string;
 }
 
-export type AgentStep = 'llm' | 'effect';
+export type AgentStep = 'llm' | 'tool' | 'effect';
 
 export interface LastError {
   kind: FailureKind;
@@ -48,17 +78,66 @@ export interface LastError {
   attempts: number;
 }
 
-/** Plain JSON only: this object is written in every checkpoint. Answers live here only until their effect is done. */
+/** Token counts summed over calls, with the number of calls. */
+export interface UsageTotals extends TokenUsage {
+  llmCalls: number;
+}
+
+/** A completed task's outcome (contract: "Results and usage"). */
+export interface TaskResult {
+  seq: number;
+  task: string;
+  response: string;
+  usage: UsageTotals;
+  /** LLM calls the task took. */
+  turns: number;
+}
+
+export interface PendingApproval {
+  callId: string;
+  name: string;
+  /** Parsed from the model's JSON (the text itself when it is not JSON). */
+  arguments: unknown;
+}
+
+export interface ToolDecision {
+  approved: boolean;
+  reason?: string;
+}
+
+/** Plain JSON only: this object is written in every checkpoint. */
 export interface AgentContext {
   model: string;
   system: string | null;
   webhook: string | null;
   retry: RetryPolicy;
+  tools: ToolSpec[];
+  maxTurns: number;
+  memory: 'task' | 'conversation';
   queue: string[];
   /** How many tasks were taken from the queue so far (the last task's seq). */
   taken: number;
   current: CurrentTask | null;
+  /**
+   * The current task's exchange so far: (with memory `conversation`, the earlier tasks' messages)
+   * the task, each answer with its tool calls, each tool result. The next LLM request is this.
+   */
+  messages: ChatMessage[];
+  /** The messages of the tasks completed so far (memory `conversation`; empty otherwise). */
+  conversation: ChatMessage[];
+  /** LLM calls made for the current task. */
+  turn: number;
+  /** The current task's response once the model answered without tool calls. */
   answer: string | null;
+  /** Calls of the last answer that need a person's decision and have none yet. */
+  pendingApprovals: PendingApproval[];
+  /** Decisions on the last answer's calls, by call id. */
+  decisions: Record<string, ToolDecision>;
+  /** What the current task's calls cost so far. */
+  taskUsage: UsageTotals;
+  /** What every LLM call of this agent's life cost. */
+  usage: UsageTotals;
+  results: TaskResult[];
   /** Calls made for the current step, the one in flight included. */
   attempt: number;
   /** Epoch ms of the next attempt while backing off (a durable timer, not an `after`). */
@@ -75,12 +154,33 @@ export type AgentEvent =
   | { type: 'retry' }
   | { type: 'task.skip' }
   | { type: 'finish' }
+  | { type: 'tool.approve'; callId: string }
+  | { type: 'tool.reject'; callId: string; reason?: string }
   /** Sent by the runtime, never by users: the checkpoint of a commit barrier is durable. */
   | { type: 'runtime.committed' };
 
-/** Input of the `callLlm` actor. Small on purpose: a pending child's input is stored in the checkpoint. */
-/** Input of the `callLlm` actor: the LLM port's request. */
+/** Input of the `callLlm` actor: the LLM port's request (a pending child's input is stored in the checkpoint). */
 export type { LlmRequest } from '../../llm/client.js';
+/** Output of the `callLlm` actor. */
+export type { LlmAnswer };
+
+/** Input of the `runTools` actor: the calls of one committed answer. Keys are `<agentId>:<seq>:<callId>`. */
+export interface ToolsRequest {
+  seq: number;
+  calls: ToolCall[];
+  /** The tools those calls name (an unknown name has none). */
+  tools: ToolSpec[];
+  decisions: Record<string, ToolDecision>;
+  timeoutMs: number;
+}
+
+/** One call's result as the model reads it: `content` is the tool message. */
+export interface ToolResult {
+  callId: string;
+  name: string;
+  ok: boolean;
+  content: string;
+}
 
 /** Input of the `runSideEffect` actor. The idempotency key is `<agentId>:<seq>`. */
 export interface EffectRequest {

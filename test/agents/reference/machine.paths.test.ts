@@ -2,6 +2,7 @@
 // over a real SQLite file, then again with a crash and a restore after every step.
 import { describe, expect, it } from 'vitest';
 import { agentMachine } from '../../../src/agents/reference/machine.js';
+import type { ToolsRequest } from '../../../src/agents/reference/types.js';
 import { agentPathTestOptions, pathTests, type PathRunResult } from '../../../src/testing/index.js';
 
 const suite = pathTests(agentPathTestOptions());
@@ -11,6 +12,8 @@ describe('agent statechart: generated paths', () => {
     expect(suite.invokes.map((i) => `${i.id}:${i.src}`)).toEqual([
       'llm:callLlm',
       'llmBackoff:sleepUntil',
+      'tools:runTools',
+      'toolsBackoff:sleepUntil',
       'effect:runSideEffect',
       'effectBackoff:sleepUntil',
     ]);
@@ -20,6 +23,10 @@ describe('agent statechart: generated paths', () => {
         'xstate.error.actor.llm',
         'xstate.done.actor.llmBackoff',
         'xstate.error.actor.llmBackoff',
+        'xstate.done.actor.tools',
+        'xstate.error.actor.tools',
+        'xstate.done.actor.toolsBackoff',
+        'xstate.error.actor.toolsBackoff',
         'xstate.done.actor.effect',
         'xstate.error.actor.effect',
         'xstate.done.actor.effectBackoff',
@@ -38,6 +45,9 @@ describe('agent statechart: generated paths', () => {
         'agent.sideEffect.requesting: xstate.done.actor.effect → agent.idle',
         'agent.failed: retry #2 → agent.sideEffect',
         'agent.failed: task.skip → agent.idle',
+        'agent.sideEffect.awaitingApproval: tool.approve [isPendingCall] → agent.sideEffect.routing',
+        'agent.sideEffect.runningTools: xstate.done.actor.tools #1 [turnsLeft] → agent.callingLLM',
+        'agent.sideEffect.runningTools: xstate.done.actor.tools #2 → agent.failed',
       ]),
     );
     expect(suite.coverage.states.missing).toEqual([]);
@@ -57,6 +67,15 @@ describe('agent statechart: a crash after every step of every path changes nothi
     run.starts.filter((s) => s.src === 'callLlm' && (incarnation === undefined || s.incarnation === incarnation)).map((s) => s.input);
   const effectKeys = (run: PathRunResult) =>
     [...new Set(run.starts.filter((s) => s.src === 'runSideEffect').map((s) => `path-agent:${(s.input as { seq: number }).seq}`))].sort();
+  // Each tool call's key with the name and arguments it was started with (guarantee 3: one of each per key).
+  const toolCalls = (run: PathRunResult) =>
+    [
+      ...new Set(
+        run.starts
+          .filter((s) => s.src === 'runTools')
+          .flatMap((s) => (s.input as ToolsRequest).calls.map((call) => `path-agent:${(s.input as ToolsRequest).seq}:${call.id} ${call.name} ${call.arguments}`)),
+      ),
+    ].sort();
 
   for (const c of suite.crashCases) {
     it(c.name, async () => {
@@ -69,6 +88,7 @@ describe('agent statechart: a crash after every step of every path changes nothi
       if (inFlight) expect(after[0]).toEqual(before.at(-1));
       expect([...before, ...after.slice(inFlight ? 1 : 0)]).toEqual(llmInputs(reference));
       expect(effectKeys(crashed)).toEqual(effectKeys(reference));
+      expect(toolCalls(crashed)).toEqual(toolCalls(reference));
       expect(crashed.state).toEqual(reference.state);
     });
   }

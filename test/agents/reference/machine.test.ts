@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createActor, fromPromise, waitFor, type AnyActorRef, type AnyEventObject } from 'xstate';
 import { getShortestPaths } from 'xstate/graph';
 import { StepError } from '../../../src/core/errors.js';
+import { lastUserText, NO_USAGE, textAnswer, type LlmAnswer } from '../../../src/llm/client.js';
 import { createAgentMachine } from '../../../src/agents/reference/machine.js';
 import { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from '../../../src/durable/commit-barrier.js';
 import type {
@@ -44,7 +45,7 @@ function startAgent(input: AgentInput = {}, options: StartOptions = {}) {
   const errors: unknown[] = [];
   const machine = createAgentMachine({ ...DEFAULTS, ...options.defaults }).provide({
     actors: {
-      callLlm: fromPromise<string, LlmRequest>(({ input }) => (calls.llm.push(input), never())),
+      callLlm: fromPromise<LlmAnswer, LlmRequest>(({ input }) => (calls.llm.push(input), never())),
       runSideEffect: fromPromise<EffectResult, EffectRequest>(({ input }) => (calls.effect.push(input), never())),
       sleepUntil: fromPromise<void, { at: number }>(({ input }) => (calls.sleep.push(input), never())),
     },
@@ -69,7 +70,8 @@ function startAgent(input: AgentInput = {}, options: StartOptions = {}) {
       return actor.getSnapshot().value;
     },
     send: (event: AgentEvent) => actor.send(event),
-    llmAnswers: (answer: string) => deliver({ type: 'xstate.done.actor.llm', output: answer }),
+    llmAnswers: (answer: string | LlmAnswer) =>
+      deliver({ type: 'xstate.done.actor.llm', output: typeof answer === 'string' ? textAnswer(answer) : answer }),
     llmFails: (error: unknown) => deliver({ type: 'xstate.error.actor.llm', error }),
     llmBackoffEnds: () => deliver({ type: 'xstate.done.actor.llmBackoff', output: undefined }),
     /** What the runtime sends once the checkpoint of `persisted` is committed. */
@@ -160,7 +162,13 @@ describe('structure', () => {
       { type: 'retry' },
       { type: 'task.skip' },
       { type: 'finish' },
-      { type: 'xstate.done.actor.llm', output: 'a' },
+      { type: 'xstate.done.actor.llm', output: textAnswer('a') },
+      { type: 'xstate.done.actor.llm', output: { content: null, toolCalls: [{ id: 'c1', name: 'ask', arguments: '{}' }], usage: NO_USAGE } },
+      { type: 'tool.approve', callId: 'c1' },
+      { type: 'xstate.done.actor.tools', output: [{ callId: 'c1', name: 'ask', ok: true, content: 'yes' }] },
+      { type: 'xstate.error.actor.tools', error: transient() },
+      { type: 'xstate.error.actor.tools', error: permanent() },
+      { type: 'xstate.done.actor.toolsBackoff' },
       { type: 'xstate.error.actor.llm', error: transient() },
       { type: 'xstate.error.actor.llm', error: permanent() },
       { type: 'xstate.done.actor.llmBackoff' },
@@ -172,8 +180,13 @@ describe('structure', () => {
     ];
     const paths = getShortestPaths(createAgentMachine(DEFAULTS), {
       events: events as never,
-      input: {},
-      serializeState: (s) => JSON.stringify(s.value),
+      input: { tools: [{ name: 'ask', url: 'http://tool.test/ask', approval: true }], maxTurns: 2 },
+      // What the routing guards read: pending approvals, whether the last answer asked for tools, turns left.
+      serializeState: (s) => {
+        const c = s.context as AgentContext;
+        const last = c.messages.at(-1);
+        return JSON.stringify([s.value, c.pendingApprovals.length, last?.role, last?.role === 'assistant' && !!last.toolCalls, c.turn >= c.maxTurns]);
+      },
     });
     const reached = new Set(paths.map((p) => JSON.stringify(p.state.value)));
     expect([...reached].sort()).toEqual(
@@ -182,6 +195,9 @@ describe('structure', () => {
         { callingLLM: 'requesting' },
         { callingLLM: 'backingOff' },
         'persisted',
+        { sideEffect: 'awaitingApproval' },
+        { sideEffect: 'runningTools' },
+        { sideEffect: 'toolsBackoff' },
         { sideEffect: 'requesting' },
         { sideEffect: 'backingOff' },
         'failed',
@@ -228,7 +244,9 @@ describe('start', () => {
     const agent = startAgent({ tasks: ['first', 'second'], system: 'sys', model: 'm' });
     expect(agent.value).toEqual({ callingLLM: 'requesting' });
     expect(agent.context).toMatchObject({ queue: ['second'], taken: 1, current: { seq: 1, task: 'first' }, attempt: 1 });
-    expect(agent.calls.llm).toEqual([{ model: 'm', system: 'sys', task: 'first', timeoutMs: 5_000 }]);
+    expect(agent.calls.llm).toEqual([
+      { model: 'm', messages: [{ role: 'system', content: 'sys' }, { role: 'user', content: 'first' }], timeoutMs: 5_000 },
+    ]);
   });
 });
 
@@ -238,7 +256,7 @@ describe('task.add', () => {
     agent.send({ type: 'task.add', task: 'hello' });
     expect(agent.value).toEqual({ callingLLM: 'requesting' });
     expect(agent.context).toMatchObject({ queue: [], current: { seq: 1, task: 'hello' }, attempt: 1 });
-    expect(agent.calls.llm.map((c) => c.task)).toEqual(['hello']);
+    expect(agent.calls.llm.map((c) => lastUserText(c))).toEqual(['hello']);
   });
 
   test.each(STATES.filter((s) => s.name !== 'idle').map((s) => s.name))('%s queues an added task and stays where it is', (name) => {
@@ -305,7 +323,7 @@ describe('one task, all steps succeeding', () => {
     agent.completeTask('a3');
     expect(agent.value).toBe('idle');
     expect(agent.context.progress).toBe(3);
-    expect(agent.calls.llm.map((c) => c.task)).toEqual(['t1', 't2', 't3']);
+    expect(agent.calls.llm.map((c) => lastUserText(c))).toEqual(['t1', 't2', 't3']);
     expect(agent.calls.effect.map((c) => [c.seq, c.task, c.response])).toEqual([
       [1, 't1', 'a1'],
       [2, 't2', 'a2'],
@@ -344,7 +362,7 @@ describe('LLM failures', () => {
     agent.llmBackoffEnds();
     expect(agent.value).toEqual({ callingLLM: 'requesting' });
     expect(agent.context.attempt).toBe(2);
-    expect(agent.calls.llm.map((c) => c.task)).toEqual(['t1', 't1']);
+    expect(agent.calls.llm.map((c) => lastUserText(c))).toEqual(['t1', 't1']);
     expect(agent.context.current).toEqual({ seq: 1, task: 't1' });
   });
 
@@ -584,7 +602,7 @@ describe('failed', () => {
     agent.send({ type: 'retry' });
     expect(agent.value).toEqual({ callingLLM: 'requesting' });
     expect(agent.context).toMatchObject({ attempt: 1, nextAttemptAt: null, current: { seq: 1, task: 't1' }, taken: 1 });
-    expect(agent.calls.llm.map((c) => c.task)).toEqual(['t1', 't1', 't1']);
+    expect(agent.calls.llm.map((c) => lastUserText(c))).toEqual(['t1', 't1', 't1']);
   });
 
   test('a retried LLM step gets a fresh budget of maxAttempts calls', () => {
@@ -643,7 +661,7 @@ describe('failed', () => {
     agent.send({ type: 'task.skip' });
     expect(agent.value).toEqual({ callingLLM: 'requesting' });
     expect(agent.context).toMatchObject({ current: { seq: 2, task: 'fine' }, queue: [], skipped: 1, progress: 0, lastError: null });
-    expect(agent.calls.llm.map((c) => c.task)).toEqual(['doomed', 'fine']);
+    expect(agent.calls.llm.map((c) => lastUserText(c))).toEqual(['doomed', 'fine']);
   });
 });
 

@@ -62,7 +62,14 @@ export const digestMachine = setup({
       invoke: {
         id: 'draft',
         src: 'writeDraft',
-        input: ({ context }) => ({ model: 'gpt-4o-mini', system: 'Write a five-line digest.', task: context.topic ?? '', timeoutMs: 30_000 }),
+        input: ({ context }) => ({
+          model: 'gpt-4o-mini',
+          messages: [
+            { role: 'system' as const, content: 'Write a five-line digest.' },
+            { role: 'user' as const, content: context.topic ?? '' },
+          ],
+          timeoutMs: 30_000,
+        }),
         onDone: { target: 'drafted', actions: assign({ draft: ({ event }) => event.output }) },
         onError: { target: 'failed', actions: assign({ error: ({ event }) => messageOf(event.error) }) },
       },
@@ -121,7 +128,7 @@ const digestKey = (agentId: string) => `${agentId}:digest`;
 export function digestDefinition({ llm, deliver }: DigestDependencies): MachineDefinition {
   const machine = digestMachine.provide({
     actors: {
-      writeDraft: fromPromise<string, LlmRequest>(({ input, signal }) => llm.complete(input, signal)),
+      writeDraft: fromPromise<string, LlmRequest>(async ({ input, signal }) => (await llm.complete(input, signal)).content ?? ''),
       sleepUntil: fromPromise<void, { at: number }>(({ input, signal }) => sleepUntil(input.at, signal)),
       deliver: fromPromise<{ messageId: string }, Delivery>(async ({ input, signal, system }) => {
         // Once per key: a re-run finds the recorded result, or (crashed before the record) sends the same key.

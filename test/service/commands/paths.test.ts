@@ -13,12 +13,12 @@ describe('durable-agents paths', () => {
     const { code, lines } = await run('agent');
     expect(code).toBe(0);
     const count = pathTests(agentPathTestOptions()).paths.length;
-    expect(lines[0]).toMatch(new RegExp(`^agent \\(version 2\\): ${count} paths \\(.*\\), \\d+ crash cases$`));
-    expect(lines[1]).toBe('coverage: 10/10 states, 17/17 transitions');
+    expect(lines[0]).toMatch(new RegExp(`^agent \\(version 3\\): ${count} paths \\(.*\\), \\d+ crash cases$`));
+    expect(lines[1]).toBe('coverage: 14/14 states, 28/28 transitions');
     expect(lines.filter((l) => /^#\d+ /.test(l))).toHaveLength(count);
     // A path block: its name, then one line per step: number, event, state.
-    const start = lines.indexOf('#01 finish ⇒ done (done)');
-    expect(lines.slice(start, start + 3)).toEqual(['#01 finish ⇒ done (done)', '   0  (spawn)  idle', '   1  finish   done (done)']);
+    const start = lines.indexOf('#001 finish ⇒ done (done)');
+    expect(lines.slice(start, start + 3)).toEqual(['#001 finish ⇒ done (done)', '   0  (spawn)  idle', '   1  finish   done (done)']);
   });
 
   it('prints JSON with every step of every path, and honours --depth', async () => {
