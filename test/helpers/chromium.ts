@@ -50,8 +50,9 @@ export async function launchChromium(): Promise<Browser> {
  * is still writing. Here the files are written in a folder of their own, renamed into place whole.
  */
 async function bundledChromium(): Promise<{ executable: string; fontconfig: string }> {
-  // The package exports only its entry (build/index.js); the compressed files are in bin/ beside it.
-  const packageDir = path.resolve(path.dirname(createRequire(import.meta.url).resolve('@sparticuz/chromium')), '..');
+  // The package exports only its entry (somewhere under build/); the compressed files are in bin/ at its root.
+  let packageDir = path.dirname(createRequire(import.meta.url).resolve('@sparticuz/chromium'));
+  while (!fs.existsSync(path.join(packageDir, 'bin')) && path.dirname(packageDir) !== packageDir) packageDir = path.dirname(packageDir);
   const { version } = JSON.parse(fs.readFileSync(path.join(packageDir, 'package.json'), 'utf8')) as { version: string };
   const dir = path.join(CACHE, `chromium-${version}`);
   const unpacked = { executable: path.join(dir, 'chromium'), fontconfig: path.join(dir, 'fonts.conf') };
