@@ -9,6 +9,7 @@ import { startObservability } from '../observability/service-observability.js';
 import { openPostgresStore } from '../store/postgres/postgres-store.js';
 import { openSqliteStore } from '../store/sqlite/sqlite-store.js';
 import type { Store } from '../store/store.js';
+import { BUILTIN_TOOLS } from '../agents/reference/builtin-tools.js';
 import { agentDefinition } from '../agents/reference/definition.js';
 import { createRuntime, type Runtime } from '../runtime/runtime.js';
 import { createServer } from '../http/app.js';
@@ -48,7 +49,15 @@ export async function main(
     observer: observability.observer,
     ...(observability.inspect ? { inspect: observability.inspect } : {}),
     ...(passivateAfterMs > 0 ? { passivateAfterMs } : {}),
-    machines: [agentDefinition({ llm, defaults: agentDefaults(config), outbound: config.outbound.allow })],
+    machines: [
+      agentDefinition({
+        llm,
+        defaults: agentDefaults(config),
+        outbound: config.outbound.allow,
+        // With the simulated LLM, a calculator and an approval-gated note board show the tool loop.
+        ...(llm.kind === 'simulated' ? { tools: BUILTIN_TOOLS } : {}),
+      }),
+    ],
   });
   const shutdown = new AbortController();
   const app = createServer({ runtime, token: config.server.token, logger: log, shutdown: shutdown.signal, metrics: observability.metrics });
