@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { AGENT_STATUSES } from '../store/store.js';
 import type { RuntimeObserver } from '../runtime/observer.js';
-import { createRuntimeMetrics } from './runtime-metrics.js';
+import { createRuntimeMetrics, type RuntimeMetricsOptions } from './runtime-metrics.js';
 
 /** What the HTTP layer reports. */
 export interface HttpMetrics {
@@ -31,7 +31,7 @@ export interface ObservedRuntime {
  * the default process metrics, the HTTP metrics, the gauges read from the runtime at each scrape,
  * and the counters fed by the runtime observer (runtime-metrics.ts). Names start with `durable_agents_`.
  */
-export function createMetrics(): Metrics {
+export function createMetrics(options: RuntimeMetricsOptions = {}): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'durable_agents_' });
 
@@ -71,7 +71,7 @@ export function createMetrics(): Metrics {
     agentsSpawned,
     eventsAccepted,
     get observer() {
-      return (runtimeMetrics ??= createRuntimeMetrics(registry));
+      return (runtimeMetrics ??= createRuntimeMetrics(registry, options));
     },
     contentType: registry.contentType,
     observeRequest(method, route, status, seconds) {

@@ -1,20 +1,29 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { OWNERSHIP_CHANGES, type RuntimeObserver } from '../runtime/observer.js';
 import { topLevelState } from '../core/state-value.js';
-import { readAction, type Outcome } from './action-outcome.js';
+import { readAction, type ActionReading, type Outcome } from './action-outcome.js';
+import { readLlmCall } from './llm-call.js';
+import { readToolCalls, TOOL_CALL_OUTCOMES, withToolCalls, type EffectLookup } from './tool-calls.js';
 
 const OUTCOMES: readonly Outcome[] = ['ok', 'transient', 'permanent'];
 const FAILURE_REASONS = ['actor', 'commit', 'corrupt'] as const;
+/** The `model` label of an LLM call whose input names none; the `tool` label of a call to a tool the model was not offered. */
+const UNKNOWN = '(unknown)';
 /** LLM calls and webhooks take from milliseconds to minutes. */
 const CALL_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 /** A group commit takes well under a millisecond to tens of milliseconds (fsync). */
 const COMMIT_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
 
+export interface RuntimeMetricsOptions {
+  /** Where a transiently failed tool batch's recorded results are looked up (see tool-calls.ts); without it, every call of the batch counts as failed. */
+  effects?: EffectLookup;
+}
+
 /**
  * The metrics the runtime reports through its observer, registered on `registry`. Each callback
  * only increments: the observer is called synchronously after each commit, on the agents' path.
  */
-export function createRuntimeMetrics(registry: Registry): RuntimeObserver {
+export function createRuntimeMetrics(registry: Registry, { effects }: RuntimeMetricsOptions = {}): RuntimeObserver {
   const registers = [registry];
   const transitions = new Counter({
     name: 'durable_agents_transitions_total',
@@ -53,7 +62,19 @@ export function createRuntimeMetrics(registry: Registry): RuntimeObserver {
     buckets: CALL_BUCKETS,
     registers,
   });
-  const effects = new Counter({
+  const llmTokens = new Counter({
+    name: 'durable_agents_llm_tokens_total',
+    help: "Tokens of LLM calls (actors a machine declares `llm`), from each answer's usage, by machine, model and kind: input (the prompt) or output (the answer)",
+    labelNames: ['machine', 'model', 'kind'] as const,
+    registers,
+  });
+  const toolCalls = new Counter({
+    name: 'durable_agents_tool_calls_total',
+    help: 'Tool calls run by actors a machine declares `tools`, by machine, tool (one the model was not offered reads "(unknown)") and outcome: ok or error',
+    labelNames: ['machine', 'tool', 'outcome'] as const,
+    registers,
+  });
+  const effectCalls = new Counter({
     name: 'durable_agents_effects_total',
     help: 'Side effects (actors a machine declares `effect`) that ended, by outcome: ok, transient or permanent',
     labelNames: ['outcome'] as const,
@@ -95,17 +116,34 @@ export function createRuntimeMetrics(registry: Registry): RuntimeObserver {
   // Known label values start at 0, so a rate() or an alert sees the series before the first event.
   for (const outcome of OUTCOMES) {
     llmCalls.inc({ outcome }, 0);
-    effects.inc({ outcome }, 0);
+    effectCalls.inc({ outcome }, 0);
     llmSeconds.zero({ outcome });
     effectSeconds.zero({ outcome });
   }
   for (const reason of FAILURE_REASONS) failures.inc({ reason }, 0);
   for (const change of OWNERSHIP_CHANGES) ownership.inc({ change }, 0);
 
+  function countTokens(machine: string, reading: ActionReading): void {
+    const { model = UNKNOWN, usage } = readLlmCall(reading);
+    // Both kinds, even at 0 (a failed call, a provider that sends no usage): the model's series exist from its first call.
+    llmTokens.inc({ machine, model, kind: 'input' }, usage?.inputTokens ?? 0);
+    llmTokens.inc({ machine, model, kind: 'output' }, usage?.outputTokens ?? 0);
+  }
+
+  function countToolCalls(agentId: string, machine: string, reading: ActionReading): void {
+    withToolCalls(readToolCalls(agentId, reading, effects), (calls) => {
+      for (const call of calls) {
+        const tool = call.offered ? call.name : UNKNOWN;
+        // A tool's other outcome starts at 0 with its first call, so an error rate reads 0 rather than nothing.
+        for (const outcome of TOOL_CALL_OUTCOMES) toolCalls.inc({ machine, tool, outcome }, outcome === call.outcome ? 1 : 0);
+      }
+    });
+  }
+
   return {
     machinesRegistered(machines) {
       for (const { actors } of machines) {
-        for (const [src, { kind }] of actors) if (kind === 'llm' || kind === 'effect') retries.inc({ action: src }, 0);
+        for (const [src, { kind }] of actors) if (kind === 'llm' || kind === 'effect' || kind === 'tools') retries.inc({ action: src }, 0);
       }
     },
     transitionCommitted(event) {
@@ -117,9 +155,11 @@ export function createRuntimeMetrics(registry: Registry): RuntimeObserver {
       const reading = readAction(action);
       if (reading.outcome === 'transient') retries.inc({ action: action.action });
       const kind = event.actor?.kind;
-      const [count, latency] = kind === 'llm' ? [llmCalls, llmSeconds] : kind === 'effect' ? [effects, effectSeconds] : [];
+      const [count, latency] = kind === 'llm' ? [llmCalls, llmSeconds] : kind === 'effect' ? [effectCalls, effectSeconds] : [];
       count?.inc({ outcome: reading.outcome });
       if (reading.ms !== undefined) latency?.observe({ outcome: reading.outcome }, reading.ms / 1000);
+      if (kind === 'llm') countTokens(event.machine, reading);
+      if (kind === 'tools') countToolCalls(event.agentId, event.machine, reading);
     },
     batchCommitted({ size, ms }) {
       commitSeconds.observe(ms / 1000);
