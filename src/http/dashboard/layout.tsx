@@ -69,6 +69,22 @@ button:disabled { opacity: .55; cursor: default; }
 .actions td { font-size: 13px; }
 .actions .text { max-width: 420px; white-space: pre-wrap; word-break: break-word; }
 .ok { color: #166534; } .fail { color: #991b1b; }
+.actions .call + .call { margin-top: 6px; }
+.task { border-top: 1px solid var(--line); padding: 10px 0; }
+.task:first-of-type { border-top: 0; }
+.task h3 { font-size: 13px; margin: 0 0 6px; }
+.messages { list-style: none; margin: 0; padding: 0; }
+.message, .response { border-left: 3px solid var(--line); padding: 4px 10px; margin: 4px 0; }
+.message .text, .response .text, .approval .text { white-space: pre-wrap; word-break: break-word; }
+.message.user { border-color: #93c5fd; } .message.assistant { border-color: #a5b4fc; } .message.tool { border-color: #fcd34d; }
+.response { border-color: #86efac; }
+.role { font-size: 11px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); font-weight: 600; margin-right: 6px; }
+.tool-call { margin: 4px 0 0 12px; }
+.approvals { border-color: #fcd34d; background: #fffbeb; }
+.approval { padding: 8px 0; border-top: 1px solid #fde68a; }
+.approval:first-of-type { border-top: 0; }
+.approval form { display: flex; gap: 8px; align-items: center; margin: 6px 0 0; }
+.approval input[type=text] { min-width: 240px; }
 details summary { cursor: pointer; color: var(--muted); }
 .login { max-width: 380px; margin: 80px auto; }
 .login input { width: 100%; margin: 8px 0 12px; }
