@@ -6,14 +6,20 @@ import { stateText } from '../../src/core/state-value.js';
 import { activeStatePaths, layoutStatechart, transitionLabel } from '../../src/http/dashboard/statechart.js';
 import { agentEventSchemas } from '../../src/agents/reference/schemas.js';
 import { agentMachine } from '../../src/agents/reference/machine.js';
-import { isIdleWith, JSON_HEADERS, readJson, spawn, testApp, waitForView, type TestApp } from './harness.js';
+import { readExchange } from '../../src/http/dashboard/exchange.js';
+import type { ActionRecord } from '../../src/store/store.js';
+import { startToolServer, type ToolServer } from '../support/tool-server.js';
+import { isIdleWith, JSON_HEADERS, postJson, readJson, spawn, testApp, waitForView, type TestApp } from './harness.js';
 
 const TOKEN = 'dash-token';
 const HTML = { accept: 'text/html,application/xhtml+xml' };
 
 let t: TestApp;
+let tools: ToolServer | undefined;
 afterEach(async () => {
   await t?.close();
+  await tools?.close();
+  tools = undefined;
 });
 
 function login(app: TestApp['app'], token: string, next?: string) {
@@ -102,6 +108,161 @@ describe('dashboard pages', () => {
     expect(() => new Function(script)).not.toThrow();
   });
 });
+
+/** A task that names the tool, so the simulated model calls it (with `{"text": <task>}`); markup in it must come out escaped. */
+const TOOL_TASK = 'Ask lookup about <b>Oslo</b> & "rain"';
+const awaitingApproval = (view: { state: unknown }) => JSON.stringify(view.state) === JSON.stringify({ sideEffect: 'awaitingApproval' });
+/** The page's section with that `data-live` name (the sections do not nest). */
+const section = (html: string, name: string) => {
+  const start = html.indexOf(`<div data-live="${name}">`);
+  expect(start, name).toBeGreaterThanOrEqual(0);
+  const next = html.indexOf('<div data-live=', start + 1);
+  return html.slice(start, next < 0 ? undefined : next);
+};
+
+describe('dashboard: the exchange and approvals', () => {
+  async function agentWaitingForApproval() {
+    tools = await startToolServer();
+    tools.respond('lookup', { kind: 'json', body: { answer: '<i>wet</i>' } });
+    t = await testApp();
+    await spawn(t.app, 'ap1', { tasks: [TOOL_TASK], tools: [{ name: 'lookup', url: tools.url('lookup'), approval: true }] });
+    return waitForView(t.app, 'ap1', awaitingApproval);
+  }
+
+  it('shows a pending call with its name, key and escaped arguments, and Approve / Reject forms carrying its call id', async () => {
+    await agentWaitingForApproval();
+    const html = await (await t.app.request('/ui/agents/ap1')).text();
+    const approvals = section(html, 'approvals');
+    expect(approvals).toContain('<div class="approval" data-approval="call_0_0">');
+    expect(approvals).toContain('<code>lookup</code>');
+    expect(approvals).toContain('<code>ap1:1:call_0_0</code>');
+    expect(approvals).toContain('&quot;text&quot;: &quot;Ask lookup about &lt;b&gt;Oslo&lt;/b&gt; &amp; \\&quot;rain\\&quot;&quot;');
+    expect(approvals).toMatch(/<form data-event="tool.approve" class="decision"><input type="hidden" name="callId" value="call_0_0"\/><button type="submit" class="approve">Approve<\/button><\/form>/);
+    expect(approvals).toMatch(/<form data-event="tool.reject" class="decision"><input type="hidden" name="callId" value="call_0_0"\/><input type="text" name="reason"/);
+    expect(html).not.toContain('<b>Oslo</b>');
+
+    const conversation = section(html, 'conversation');
+    expect(conversation).toContain('<div class="task" data-task="1" data-current="true">');
+    expect(conversation).toContain('<li class="message user" data-role="user"><span class="role">user</span><div class="text">Ask lookup about &lt;b&gt;Oslo&lt;/b&gt; &amp; &quot;rain&quot;</div></li>');
+    expect(conversation).toMatch(/<div class="tool-call" data-call="call_0_0">calls <code>lookup<\/code>.*key <code>ap1:1:call_0_0<\/code>/);
+    expect(conversation).not.toContain('data-role="tool"'); // nothing ran yet
+    expect(tools.deliveries).toHaveLength(0);
+  });
+
+  it('after an approval, shows the tool result matched to its call (ok, key), the response, turns and tokens, and the tools row of the log', async () => {
+    await agentWaitingForApproval();
+    expect((await postJson(t.app, '/agents/ap1/events', { type: 'tool.approve', callId: 'call_0_0' })).status).toBe(202);
+    const view = await waitForView(t.app, 'ap1', isIdleWith(1));
+    const { results, usage } = view.context as { results: { response: string; usage: { promptTokens: number; completionTokens: number; totalTokens: number } }[]; usage: typeof results[0]['usage'] };
+    expect(tools.deliveries.map((d) => d.idempotencyKey)).toEqual(['ap1:1:call_0_0']);
+
+    const html = await (await t.app.request('/ui/agents/ap1')).text();
+    expect(section(html, 'approvals')).not.toContain('data-approval');
+    const conversation = section(html, 'conversation');
+    expect(conversation).toContain('<div class="task" data-task="1">'); // done: read back from the task's last LLM call
+    expect(conversation).toMatch(
+      /<li class="message tool" data-role="tool" data-call="call_0_0"><span class="role">tool<\/span> <span class="ok">ok<\/span> <code>lookup<\/code>.*key <code>ap1:1:call_0_0<\/code>.*\{&quot;answer&quot;:&quot;&lt;i&gt;wet&lt;\/i&gt;&quot;\}/,
+    );
+    expect(results[0]!.response).toContain('tool results:');
+    expect(conversation).toContain(`<span class="role">response</span><div class="text">${escapeHtml(results[0]!.response)}</div>`);
+    const u = results[0]!.usage;
+    expect(conversation).toContain(`2 turns · ${u.promptTokens} + ${u.completionTokens} = ${u.totalTokens} tokens in 2 LLM calls`);
+    expect(conversation).toContain(`(all tasks: ${usage.promptTokens} + ${usage.completionTokens} = ${usage.totalTokens} tokens in 2 LLM calls)`);
+
+    const log = html.slice(html.indexOf('<tbody id="actions"'));
+    expect(log).toMatch(/<tr data-action="runTools">.*<div class="call" data-call="call_0_0"><code>lookup<\/code>.*key <code>ap1:1:call_0_0<\/code>.*<span class="ok">ok<\/span> <code>lookup<\/code>/s);
+    // The first LLM row: the task asked, and the tool call it answered with.
+    expect(log).toMatch(/<tr data-action="callLlm">.*1 message · 1 tool<\/div><div class="text">Ask lookup about &lt;b&gt;Oslo&lt;\/b&gt;.*→ <code>lookup<\/code>/s);
+  });
+
+  it('after a rejection, shows the refused call as an error and never calls the tool', async () => {
+    await agentWaitingForApproval();
+    expect((await postJson(t.app, '/agents/ap1/events', { type: 'tool.reject', callId: 'call_0_0', reason: 'not <now>' })).status).toBe(202);
+    await waitForView(t.app, 'ap1', isIdleWith(1));
+    const conversation = section(await (await t.app.request('/ui/agents/ap1')).text(), 'conversation');
+    expect(conversation).toMatch(/data-call="call_0_0"><span class="role">tool<\/span> <span class="fail">error<\/span>.*A person rejected this call: not &lt;now&gt;/);
+    expect(tools.deliveries).toHaveLength(0);
+  });
+});
+
+describe('dashboard: reading the exchange', () => {
+  const kindOf = (src: string) => (src === 'callLlm' ? 'llm' : src === 'runTools' ? 'tools' : 'call') as 'llm' | 'tools' | 'call';
+  const totals = { promptTokens: 3, completionTokens: 2, totalTokens: 5, llmCalls: 1 };
+  const toolsRow = (seq: number, callId: string, ok: boolean): ActionRecord => ({
+    seq: 10 + seq,
+    action: 'runTools',
+    payload: { id: 'tools', input: { seq, calls: [{ id: callId, name: 'f', arguments: '{}' }] } },
+    result: { ok: true, output: [{ callId, name: 'f', ok, content: ok ? 'fine' : '{"error":"no"}' }], ms: 1 },
+    createdAt: '2026-01-01T00:00:00.000Z',
+  });
+
+  it('with memory conversation, splits the earlier tasks at their user messages and takes the current one after them', () => {
+    const earlier = [
+      { role: 'user', content: 'one' },
+      { role: 'assistant', content: null, toolCalls: [{ id: 'c', name: 'f', arguments: '{}' }] },
+      { role: 'tool', toolCallId: 'c', content: '{"error":"no"}' },
+      { role: 'assistant', content: 'first' },
+      { role: 'user', content: 'two' },
+      { role: 'assistant', content: 'second' },
+    ];
+    const context = {
+      memory: 'conversation',
+      conversation: earlier,
+      messages: [...earlier, { role: 'user', content: 'three' }, { role: 'assistant', content: null, toolCalls: [{ id: 'c', name: 'f', arguments: '{}' }] }],
+      current: { seq: 4, task: 'three' },
+      turn: 1,
+      taskUsage: totals,
+      usage: totals,
+      results: [
+        { seq: 1, task: 'one', response: 'first', usage: totals, turns: 2 },
+        { seq: 3, task: 'two', response: 'second', usage: totals, turns: 1 }, // task 2 was skipped
+      ],
+      pendingApprovals: [{ callId: 'c', name: 'f', arguments: {} }],
+    };
+    const exchange = readExchange('a', context, [toolsRow(1, 'c', false)], kindOf)!;
+    expect(exchange.tasks.map((task) => [task.seq, task.current, task.messages?.map((m) => m.role)])).toEqual([
+      [1, false, ['user', 'assistant', 'tool', 'assistant']],
+      [3, false, ['user', 'assistant']],
+      [4, true, ['user', 'assistant']],
+    ]);
+    // The same call id in two tasks: each has its own key, and only the first one's result is recorded.
+    expect(exchange.tasks[0]!.messages![2]).toEqual({ role: 'tool', callId: 'c', name: 'f', key: 'a:1:c', content: '{"error":"no"}', ok: false });
+    expect(exchange.tasks[2]!.messages![1]).toMatchObject({ toolCalls: [{ id: 'c', key: 'a:4:c' }] });
+    expect(exchange.pending).toEqual([{ callId: 'c', name: 'f', arguments: {}, key: 'a:4:c' }]);
+  });
+
+  it('with memory task, finds each completed task in its own final LLM call, and says when the log no longer has it', () => {
+    const llmRow = (seq: number, task: string, response: string): ActionRecord => ({
+      seq,
+      action: 'callLlm',
+      payload: { id: 'llm', input: { model: 'm', messages: [{ role: 'system', content: 'sys' }, { role: 'user', content: task }] } },
+      result: { ok: true, output: { content: response, toolCalls: [], usage: totals }, ms: 1 },
+      createdAt: '2026-01-01T00:00:00.000Z',
+    });
+    const context = {
+      memory: 'task',
+      conversation: [],
+      messages: [],
+      current: null,
+      results: [
+        { seq: 1, task: 'gone', response: 'r0', usage: totals, turns: 1 },
+        { seq: 2, task: 'same', response: 'r', usage: totals, turns: 1 },
+        { seq: 3, task: 'same', response: 'r', usage: totals, turns: 1 },
+      ],
+    };
+    const exchange = readExchange('a', context, [llmRow(5, 'same', 'r'), llmRow(9, 'same', 'r')], kindOf)!;
+    expect(exchange.tasks.map((task) => task.messages)).toEqual([
+      undefined,
+      [{ role: 'user', content: 'same' }, { role: 'assistant', content: 'r', toolCalls: [] }],
+      [{ role: 'user', content: 'same' }, { role: 'assistant', content: 'r', toolCalls: [] }],
+    ]);
+    expect(readExchange('a', { count: 1 }, [], kindOf)).toBeUndefined(); // not a tool-calling agent's context
+  });
+});
+
+function escapeHtml(text: string): string {
+  return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;').replaceAll("'", '&#39;');
+}
 
 describe('dashboard login (--token)', () => {
   it('sends a browser without the cookie to the login page, and API callers still get a JSON 401', async () => {
