@@ -9,10 +9,13 @@ export type { ActorDeclaration, ActorKind, MachineDefinition, PersistedSnapshotJ
 export { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from './durable/commit-barrier.js';
 export { sleepUntil } from './durable/sleep-until.js';
 export { agentDefinition, AGENT_ACTORS, type AgentDependencies } from './agents/reference/definition.js';
+export { tool, type CodeTool, type ToolCallContext } from './agents/reference/tools.js';
+export { parseOutboundPolicy, type OutboundPolicy } from './core/outbound.js';
 export { agentMachine, createAgentMachine, DEFAULT_AGENT_DEFAULTS } from './agents/reference/machine.js';
 export type * from './agents/reference/types.js';
 export type * from './store/store.js';
-export type { LlmClient, LlmRequest } from './llm/client.js';
+export type { ChatMessage, LlmAnswer, LlmClient, LlmRequest, TokenUsage, ToolCall, ToolDefinition } from './llm/client.js';
+export { textAnswer } from './llm/client.js';
 export { createOpenAiClient } from './llm/openai-client.js';
 export { createSimulatedLlm } from './llm/simulated-client.js';
 export * from './core/errors.js';

@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
+import { BUILTIN_TOOLS } from '../../src/agents/reference/builtin-tools.js';
 import { agentDefinition, createRuntime, createSimulatedLlm, type Runtime } from '../../src/index.js';
 import { createServer } from '../../src/http/app.js';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/index.js';
@@ -15,7 +16,8 @@ const sessions = markdownFiles()
   .map((file) => ({ file, requests: curlRequests(file) }))
   .filter((s) => s.requests.length > 0);
 
-const RESTING = ['idle', 'failed'];
+/** States that wait for an event: idle, failed, and a tool call waiting for a person's decision. */
+const RESTING = ['idle', 'failed', JSON.stringify({ sideEffect: 'awaitingApproval' })];
 
 /**
  * Agents rest when every event accepted is consumed (the store's rows say) and the view, which shows
@@ -28,7 +30,7 @@ async function settled(store: SqliteStore, runtime: Runtime): Promise<void> {
       for (const agent of (await store.listAgents({ limit: 1000 })).items) {
         if (agent.status !== 'active') continue;
         const view = await runtime.view(agent.id);
-        if (agent.inboxPosition < agent.eventSeq || view.status === 'active' && !RESTING.includes(String(view.state))) {
+        if (agent.inboxPosition < agent.eventSeq || view.status === 'active' && !RESTING.includes(typeof view.state === 'string' ? view.state : JSON.stringify(view.state))) {
           busy.push(`${agent.id} in ${JSON.stringify(view.state)}`);
         }
       }
@@ -83,7 +85,8 @@ describe('the curl sessions of the docs', () => {
     it(`${file}: ${requests.length} requests answer as the page says`, async () => {
       const dir = tempDir('da-docs-curl-');
       const store = await openSqliteStore(path.join(dir, 'agents.db'));
-      const runtime = await createRuntime({ store, machines: [agentDefinition({ llm: createSimulatedLlm() })] });
+      // As `serve` runs it with the simulated LLM: with the built-in tools.
+      const runtime = await createRuntime({ store, machines: [agentDefinition({ llm: createSimulatedLlm(), tools: BUILTIN_TOOLS })] });
       const app = createServer({ runtime });
       try {
         for (const request of requests) {
