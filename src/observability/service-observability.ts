@@ -8,6 +8,7 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { tracesExporters } from './otel-env.js';
 import type { Tracing } from './otel.js';
 import { createTracingObserver } from './tracing.js';
+import type { EffectLookup } from './tool-calls.js';
 
 /** How long shutdown waits for the last spans to reach the collector (its exporter retries for ~10 s). */
 const TRACE_FLUSH_MS = 2_000;
@@ -28,17 +29,20 @@ export async function startObservability({
   inspectPort,
   env,
   log,
+  effects,
 }: {
   inspectPort: number | undefined;
   env: NodeJS.ProcessEnv;
   log: Logger;
+  /** The store, so that a tool batch that failed transiently counts only its calls without a recorded result as failed. */
+  effects?: EffectLookup;
 }): Promise<ServiceObservability> {
-  const metrics = createMetrics();
+  const metrics = createMetrics({ effects });
   const tracing = await startTracing(env, log);
   const inspector = inspectPort === undefined ? undefined : await startInspectorOrSayWhy(inspectPort, log);
   return {
     metrics,
-    observer: combineObservers(metrics.observer, tracing && createTracingObserver(tracing.tracer)),
+    observer: combineObservers(metrics.observer, tracing && createTracingObserver(tracing.tracer, { effects })),
     inspect: inspector?.inspect,
     announce() {
       if (!inspector) return;

@@ -41,7 +41,7 @@ export async function main(
   const durability = store.leases ? { leaseMs: store.leases.leaseMs } : { synchronous: config.store.synchronous };
   const storeFacts = { kind: store.kind, location: store.location, ...durability };
   log.info({ store: store.kind, location: store.location, ...(store.leases ? { processId: store.leases.processId } : {}), ...durability }, 'store open');
-  const observability = await startObservability({ inspectPort: config.inspect, env, log });
+  const observability = await startObservability({ inspectPort: config.inspect, env, log, effects: store });
   const { passivateAfterMs } = config.runtime;
   const runtime = await createRuntime({
     store,
