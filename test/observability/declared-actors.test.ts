@@ -48,6 +48,22 @@ const declared: MachineDefinition = {
 };
 const undeclared: MachineDefinition = { name: 'plain-asker', machine: askerMachine };
 
+/** Asks a model, which answers with a tool call and its usage, then runs the call: the tool loop's shape, with names of its own. */
+const toolUserMachine = setup({
+  actors: {
+    askModel: fromPromise(async () => ({ content: null, toolCalls: [{ id: 'k1', name: 'lookup', arguments: '{}' }], usage: { promptTokens: 7, completionTokens: 3, totalTokens: 10 } })),
+    useTools: fromPromise(async () => [{ callId: 'k1', name: 'lookup', ok: true, content: 'found' }]),
+  },
+}).createMachine({
+  id: 'tool-user',
+  initial: 'asking',
+  states: {
+    asking: { invoke: { id: 'ask', src: 'askModel', input: { model: 'model-7' }, onDone: 'using' } },
+    using: { invoke: { id: 'use', src: 'useTools', input: { seq: 1, calls: [{ id: 'k1', name: 'lookup', arguments: '{}' }] }, onDone: 'used' } },
+    used: { type: 'final' },
+  },
+});
+
 async function run(definition: MachineDefinition) {
   const metrics = createMetrics();
   const exporter = new InMemorySpanExporter();
@@ -87,5 +103,31 @@ describe('actor kinds declared by a machine definition', () => {
     expect(valueOf(after, 'durable_agents_action_log_rows_total', { machine: 'plain-asker', action: 'askModel' })).toBe(1);
     expect(spans.filter((s) => s.name === SPAN.action).map((s) => s.attributes['agent.action'])).toEqual(['askModel', 'tellSomeone']);
     expect(spans.filter((s) => s.name === SPAN.llmCall || s.name === SPAN.effect)).toEqual([]);
+  });
+});
+
+describe('tokens and tool calls follow the declared kinds too', () => {
+  const declaredTools: MachineDefinition = { name: 'tool-user', machine: toolUserMachine, actors: { askModel: { kind: 'llm' }, useTools: { kind: 'tools' } } };
+
+  it("count a user machine's LLM tokens and tool calls, and trace each call, whatever its actors are called", async () => {
+    const { before, after, spans } = await run(declaredTools);
+    expect(valueOf(before, 'durable_agents_retries_total', { action: 'useTools' })).toBe(0);
+    expect(valueOf(after, 'durable_agents_llm_tokens_total', { machine: 'tool-user', model: 'model-7', kind: 'input' })).toBe(7);
+    expect(valueOf(after, 'durable_agents_llm_tokens_total', { machine: 'tool-user', model: 'model-7', kind: 'output' })).toBe(3);
+    // An input that lists no offered tools: the names are taken as they are.
+    expect(valueOf(after, 'durable_agents_tool_calls_total', { machine: 'tool-user', tool: 'lookup', outcome: 'ok' })).toBe(1);
+    const calls = spans.filter((s) => s.name === SPAN.toolCall);
+    expect(calls.map((s) => s.attributes)).toEqual([
+      expect.objectContaining({ 'agent.action': 'useTools', 'gen_ai.tool.name': 'lookup', 'gen_ai.tool.call.id': 'k1', 'agent.idempotency_key': 'q1:1:k1', 'agent.outcome': 'ok' }),
+    ]);
+    expect(spans.find((s) => s.name === SPAN.llmCall)?.attributes).toMatchObject({ 'gen_ai.usage.input_tokens': 7, 'gen_ai.usage.output_tokens': 3 });
+  });
+
+  it('give none of it to the same actors undeclared', async () => {
+    const { after, spans } = await run({ name: 'plain-tool-user', machine: toolUserMachine });
+    expect(after.filter((s) => s.name === 'durable_agents_llm_tokens_total' || s.name === 'durable_agents_tool_calls_total')).toEqual([]);
+    expect(spans.filter((s) => s.name === SPAN.action).map((s) => s.attributes['agent.action'])).toEqual(['askModel', 'useTools']);
+    expect(spans.filter((s) => s.name === SPAN.toolCall || s.name === SPAN.llmCall)).toEqual([]);
+    expect(spans.flatMap((s) => Object.keys(s.attributes)).filter((key) => key.startsWith('gen_ai.'))).toEqual([]);
   });
 });
