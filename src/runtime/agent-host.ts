@@ -1,3 +1,5 @@
+// One live agent's delivery and checkpoint chain; kept in one file because its ordering rules
+// (inbox, seqs, commit gate, barrier release) only hold together.
 import type { Actor, AnyActorRef, AnyEventObject, AnyMachineSnapshot, AnyStateMachine, InspectionEvent } from 'xstate';
 import { serializeError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';

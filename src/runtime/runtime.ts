@@ -1,3 +1,5 @@
+// The runtime's public API in one class, so that a reader sees every command and query in one place;
+// each method is a few lines over LiveAgents, Watchers, the store or ownership, which do the work.
 import type { AnyMachineSnapshot, InspectionEvent } from 'xstate';
 import { ConflictError, CorruptStateError, NotFoundError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';

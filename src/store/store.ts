@@ -1,4 +1,6 @@
 /**
+ * (Over 300 lines: the record types and the ports are one seam, documented in one place.)
+ *
  * THE storage interface: the only persistence type the rest of the code sees. `Store` is the
  * combination of small ports, one per use (agent rows, inbox, write batch, history, recovery,
  * ownership), so that a part of the runtime can say which one it needs. Asynchronous even though

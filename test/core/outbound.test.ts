@@ -1,3 +1,4 @@
+// (Long: the policy's list syntax, its ranges and the connect-time check each need their cases.)
 // The outbound policy: its list, what it lets through at spawn (checkUrl) and when connecting
 // (checkAddress), and postJson's connect-time check through a real server on 127.0.0.1 with a stub
 // resolver. No request ever goes to a non-loopback address: refused ones are refused before

@@ -1,3 +1,4 @@
+// (Long: one seeded comparison of three stores, write for write, with its generators beside it.)
 /**
  * Every store runs the same write plan (src/store/write-plan.ts) and writes it its own way: the
  * Postgres store with a few multi-row statements (apply-writes.ts), the SQLite store one row at a

@@ -1,3 +1,5 @@
+// The Postgres store: the shared contract plus leases, fencing, claims, notifications and migrations
+// (long: each of those is a concern only this store has, tested against a real server).
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FencedError, InvalidInputError, NotFoundError, SchemaTooNewError } from '../../src/core/errors.js';

@@ -1,3 +1,4 @@
+// (Long: the whole contract every store passes, kept as one suite so that no store skips a rule.)
 /**
  * The behaviour every Store must have, whatever its database. Each backend's test file runs this
  * suite against a fresh store of its own.

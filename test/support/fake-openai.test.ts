@@ -1,3 +1,5 @@
+// The fake OpenAI server through the real `openai` client: faults, latency, scripted tool calls and
+// usage (long: the fake stands in for a whole API, and each behaviour a test relies on is checked here).
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import OpenAI, {
   APIConnectionError,

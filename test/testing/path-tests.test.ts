@@ -1,3 +1,4 @@
+// (Long: the helper's every refusal and derivation, each with the small machine that shows it.)
 // Unit tests of the path-test helper itself: what it derives, what it generates, and that a wrong
 // expectation, a machine that does more than the path says, or a crash that changes something
 // each make a case fail.

@@ -1,3 +1,5 @@
+// Over 300 lines on purpose: the chart is read (and reviewed as a storage format) best whole, with
+// the actions its states name beside it; its pure rules are in steps.ts, its upgrades in upgrades.ts.
 import { assign, fromPromise, setup } from 'xstate';
 import { backoffDelay, retryDelay } from '../../core/backoff.js';
 import { nextRandom, seedFrom } from '../../core/random.js';

@@ -1,3 +1,4 @@
+// Long on purpose: one file per chart, a describe per state, so the chart and its tests read side by side.
 // Transition-level tests of the PURE reference statechart: no store, no network. Every invoked actor
 // is replaced by a fake that records its input and never settles; the test then plays the part of
 // the actor by sending the `xstate.done.actor.<id>` / `xstate.error.actor.<id>` event XState would.
