@@ -112,11 +112,11 @@ describe('dashboard pages', () => {
 /** A task that names the tool, so the simulated model calls it (with `{"text": <task>}`); markup in it must come out escaped. */
 const TOOL_TASK = 'Ask lookup about <b>Oslo</b> & "rain"';
 const awaitingApproval = (view: { state: unknown }) => JSON.stringify(view.state) === JSON.stringify({ sideEffect: 'awaitingApproval' });
-/** The page's section with that `data-live` name (the sections do not nest). */
+/** The page's section with that `data-live` name, up to the next live part (they do not nest). */
 const section = (html: string, name: string) => {
   const start = html.indexOf(`<div data-live="${name}">`);
   expect(start, name).toBeGreaterThanOrEqual(0);
-  const next = html.indexOf('<div data-live=', start + 1);
+  const next = html.indexOf(' data-live=', start + 20);
   return html.slice(start, next < 0 ? undefined : next);
 };
 
@@ -146,6 +146,7 @@ describe('dashboard: the exchange and approvals', () => {
     expect(conversation).toContain('<li class="message user" data-role="user"><span class="role">user</span><div class="text">Ask lookup about &lt;b&gt;Oslo&lt;/b&gt; &amp; &quot;rain&quot;</div></li>');
     expect(conversation).toMatch(/<div class="tool-call" data-call="call_0_0">calls <code>lookup<\/code>.*key <code>ap1:1:call_0_0<\/code>/);
     expect(conversation).not.toContain('data-role="tool"'); // nothing ran yet
+    expect(conversation).not.toContain('not shown');
     expect(tools.deliveries).toHaveLength(0);
   });
 
@@ -165,6 +166,7 @@ describe('dashboard: the exchange and approvals', () => {
     );
     expect(results[0]!.response).toContain('tool results:');
     expect(conversation).toContain(`<span class="role">response</span><div class="text">${escapeHtml(results[0]!.response)}</div>`);
+    expect(conversation.split(escapeHtml(results[0]!.response))).toHaveLength(2); // once, as the response
     const u = results[0]!.usage;
     expect(conversation).toContain(`2 turns · ${u.promptTokens} + ${u.completionTokens} = ${u.totalTokens} tokens in 2 LLM calls`);
     expect(conversation).toContain(`(all tasks: ${usage.promptTokens} + ${usage.completionTokens} = ${usage.totalTokens} tokens in 2 LLM calls)`);
@@ -221,8 +223,8 @@ describe('dashboard: reading the exchange', () => {
     };
     const exchange = readExchange('a', context, [toolsRow(1, 'c', false)], kindOf)!;
     expect(exchange.tasks.map((task) => [task.seq, task.current, task.messages?.map((m) => m.role)])).toEqual([
-      [1, false, ['user', 'assistant', 'tool', 'assistant']],
-      [3, false, ['user', 'assistant']],
+      [1, false, ['user', 'assistant', 'tool']], // the final answers are shown as the tasks' responses
+      [3, false, ['user']],
       [4, true, ['user', 'assistant']],
     ]);
     // The same call id in two tasks: each has its own key, and only the first one's result is recorded.
@@ -253,9 +255,11 @@ describe('dashboard: reading the exchange', () => {
     const exchange = readExchange('a', context, [llmRow(5, 'same', 'r'), llmRow(9, 'same', 'r')], kindOf)!;
     expect(exchange.tasks.map((task) => task.messages)).toEqual([
       undefined,
-      [{ role: 'user', content: 'same' }, { role: 'assistant', content: 'r', toolCalls: [] }],
-      [{ role: 'user', content: 'same' }, { role: 'assistant', content: 'r', toolCalls: [] }],
+      [{ role: 'user', content: 'same' }],
+      [{ role: 'user', content: 'same' }],
     ]);
+    expect(exchange.tasks.map((task) => task.response)).toEqual(['r0', 'r', 'r']);
+    expect(exchange.hiddenTasks).toBe(0);
     expect(readExchange('a', { count: 1 }, [], kindOf)).toBeUndefined(); // not a tool-calling agent's context
   });
 });

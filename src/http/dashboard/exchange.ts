@@ -97,10 +97,10 @@ export function readExchange(
   const unusedCalls = [...llmCalls];
   for (const task of shown) {
     const raw = segments ? segments[completed.indexOf(task)] : exchangeFromLog(task, unusedCalls);
-    if (raw && firstUserText(raw) === task.task) task.messages = toMessageViews(raw, agentId, task.seq, outcomes);
+    if (raw && firstUserText(raw) === task.task) task.messages = toMessageViews(withoutAnswer(raw, task.response), agentId, task.seq, outcomes);
   }
 
-  const tasks = shown;
+  const tasks = [...shown];
   const current = pick(context, 'current');
   const currentSeq = numberOr(pick(current, 'seq'));
   const currentTask = pick(current, 'task');
@@ -166,6 +166,13 @@ function exchangeFromLog(task: TaskView, calls: ActionRecord[]): unknown[] | und
   const { input, output } = readAction(calls[index]!);
   calls.splice(0, index + 1); // the earlier ones are this task's tool turns, or a skipped task's
   return [...asArray(pick(input, 'messages')).filter((m) => pick(m, 'role') !== 'system'), { role: 'assistant', content: pick(output, 'content') }];
+}
+
+/** The exchange before its final answer: the page shows that one as the task's response. */
+function withoutAnswer(messages: unknown[], response: string | undefined): unknown[] {
+  const last = messages.at(-1);
+  const isAnswer = pick(last, 'role') === 'assistant' && pick(last, 'content') === response && asArray(pick(last, 'toolCalls')).length === 0;
+  return isAnswer ? messages.slice(0, -1) : messages;
 }
 
 /** A conversation's messages, one run per task: each task starts at its user message. */
