@@ -130,8 +130,8 @@ export function createRuntimeMetrics(registry: Registry, { effects }: RuntimeMet
     llmTokens.inc({ machine, model, kind: 'output' }, usage?.outputTokens ?? 0);
   }
 
-  function countToolCalls(agentId: string, machine: string, reading: ActionReading): void {
-    withToolCalls(readToolCalls(agentId, reading, effects), (calls) => {
+  function countToolCalls(agentId: string, machine: string, reading: ActionReading, at: number): void {
+    withToolCalls(readToolCalls(agentId, reading, at, effects), (calls) => {
       for (const call of calls) {
         const tool = call.offered ? call.name : UNKNOWN;
         // A tool's other outcome starts at 0 with its first call, so an error rate reads 0 rather than nothing.
@@ -159,7 +159,7 @@ export function createRuntimeMetrics(registry: Registry, { effects }: RuntimeMet
       count?.inc({ outcome: reading.outcome });
       if (reading.ms !== undefined) latency?.observe({ outcome: reading.outcome }, reading.ms / 1000);
       if (kind === 'llm') countTokens(event.machine, reading);
-      if (kind === 'tools') countToolCalls(event.agentId, event.machine, reading);
+      if (kind === 'tools') countToolCalls(event.agentId, event.machine, reading, event.at);
     },
     batchCommitted({ size, ms }) {
       commitSeconds.observe(ms / 1000);

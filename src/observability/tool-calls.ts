@@ -32,11 +32,12 @@ export interface ToolCallReading {
 }
 
 /**
- * The readings of one `tools` row: at once for a completed batch (or with no lookup, when every call
- * of a failed batch counts as failed), else once the store has said which results were recorded.
+ * The readings of one `tools` row, whose transition happened at `at` (epoch ms): at once for a
+ * completed batch (or with no lookup, when every call of a failed batch counts as failed), else once
+ * the store has said which results were recorded by then (a later attempt's are not this one's).
  * Never rejects: a lookup that fails (a store closing) counts every call of the batch as failed.
  */
-export function readToolCalls(agentId: string, reading: ActionReading, effects?: EffectLookup): ToolCallReading[] | Promise<ToolCallReading[]> {
+export function readToolCalls(agentId: string, reading: ActionReading, at: number, effects?: EffectLookup): ToolCallReading[] | Promise<ToolCallReading[]> {
   const input = reading.input ?? {};
   const seq = typeof input.seq === 'number' ? input.seq : undefined;
   const offered = offeredNames(input.tools);
@@ -57,7 +58,7 @@ export function readToolCalls(agentId: string, reading: ActionReading, effects?:
   const code = reading.errorCode ?? reading.outcome;
   const failed = recordsOf(input.calls).flatMap((c) => (typeof c.id === 'string' && typeof c.name === 'string' ? [call(c.id, c.name, 'error', code)] : []));
   if (!effects || seq === undefined || failed.length === 0) return failed;
-  return Promise.all(failed.map((c) => effects.findEffect(c.idempotencyKey!).then((recorded) => (recorded ? undefined : c)))).then(
+  return Promise.all(failed.map((c) => effects.findEffect(c.idempotencyKey!).then((recorded) => (recorded && Date.parse(recorded.createdAt) <= at ? undefined : c)))).then(
     (left) => left.filter((c): c is ToolCallReading => c !== undefined),
     () => failed,
   );

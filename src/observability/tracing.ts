@@ -93,7 +93,7 @@ export function createTracingObserver(tracer: Tracer = globalTracer(), { effects
         };
         const place: SpanPlace = { start: callStart, end: event.at, common, parent };
         if (event.actor?.kind === 'tools') {
-          withToolCalls(readToolCalls(event.agentId, reading, effects), (calls) => {
+          withToolCalls(readToolCalls(event.agentId, reading, event.at, effects), (calls) => {
             for (const call of calls) toolCallSpan(tracer, call, place);
           });
         } else {
