@@ -1,16 +1,17 @@
 /**
  * What the crash tests share: the worker process handle, the seeded plan of commands, the fake
- * OpenAI server and the webhook sink (in the parent, so their records survive every kill), and the
- * final check of the contract's guarantees against what the store committed. The store itself is
- * reached through `CrashDb`: each test reads its own (SQLite file, Postgres schema).
+ * OpenAI server, the webhook sink and the tool server (in the parent, so their records survive
+ * every kill), and the final check of the contract's guarantees against what the store committed.
+ * The store itself is reached through `CrashDb`: each test reads its own (SQLite file, Postgres schema).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
-import { expect } from 'vitest';
+import type { HttpToolInput } from '../../src/agents/reference/types.js';
 import { nextRandom } from '../../src/core/random.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { startWebhookSink, type WebhookSink } from '../support/webhook-sink.js';
+import { startCrashTools, toolCallingModel, type CrashTools, type ToolDb } from './crash-tools.js';
 import type { WorkerCommand, WorkerMessage } from './crash-worker.js';
 
 export type { WorkerCommand } from './crash-worker.js';
@@ -159,6 +160,7 @@ export class CommandPlan {
   constructor(
     private readonly schedule: Random,
     private readonly webhook: string,
+    private readonly tools: HttpToolInput[],
   ) {}
 
   round(): RoundPlan {
@@ -170,7 +172,8 @@ export class CommandPlan {
       if (known.length === 0 || schedule.next() < 0.35) {
         const id = `agent-${this.agents.length}`;
         this.agents.push(id);
-        command = { n, op: 'spawn', id, webhook: this.webhook, tasks: Array.from({ length: schedule.int(1, 3) }, () => `task-${this.taskNo++}`) };
+        const tasks = Array.from({ length: schedule.int(1, 3) }, () => `task-${this.taskNo++}`);
+        command = { n, op: 'spawn', id, webhook: this.webhook, tools: this.tools, tasks };
       } else {
         command = { n, op: 'add', id: known[schedule.int(0, known.length - 1)]!, task: `task-${this.taskNo++}` };
       }
@@ -205,15 +208,13 @@ export class CommandPlan {
 }
 
 /** What the checks read from the store the workers share. */
-export interface CrashDb {
+export interface CrashDb extends ToolDb {
   /**
    * Whether `response` is the answer of a `callLlm` action in one of the agent's committed
    * checkpoints. Synchronous where the store allows (SQLite): it then runs at the very moment the
    * delivery arrives.
    */
   answerCommitted(agentId: string, response: string): boolean | Promise<boolean>;
-  /** The task of each successful `callLlm` action committed so far (one entry per action). */
-  answeredTasks(): Promise<string[]>;
   /** The sum of the agents' progress (tasks done). */
   progress(): Promise<number>;
   /** Every agent's last committed seq and its checkpoints, in seq order. */
@@ -223,6 +224,7 @@ export interface CrashDb {
 export interface CrashServices {
   fake: FakeOpenAI;
   sink: WebhookSink;
+  tools: CrashTools;
   /** Deliveries whose answer was not in a committed checkpoint when they arrived. */
   uncommittedDeliveries: string[];
   /** Waits for the checks of deliveries made so far (asynchronous on Postgres). */
@@ -230,12 +232,16 @@ export interface CrashServices {
   close(): Promise<void>;
 }
 
-/** The fake LLM (latency and faults from `faults`) and the webhook sink that checks each delivery against `db`. */
-export async function startCrashServices(db: CrashDb, faults: Random): Promise<CrashServices> {
+/**
+ * The fake LLM (latency and faults from `faults`, tool calls from the seed), the webhook sink and
+ * the tool server (latency and 503s from `toolFaults`), which check each delivery against `db`.
+ */
+export async function startCrashServices(db: CrashDb, faults: Random, toolFaults: Random): Promise<CrashServices> {
   // Every answer is different, as a real model's would be: an effect sent with an answer that was
   // not committed first would later go out again with another body under the same key.
   let answers = 0;
   const fake = await startFakeOpenAI({ answer: (task) => `answer #${++answers} to ${task}` });
+  fake.setReplyPolicy(toolCallingModel(SEED, () => ++answers));
   fake.setLatency(() => faults.int(0, 40));
   fake.setFaultPolicy(() => {
     const draw = faults.next();
@@ -256,98 +262,17 @@ export async function startCrashServices(db: CrashDb, faults: Random): Promise<C
       else checks.push(committed.then(flag, (err: unknown) => void uncommittedDeliveries.push(`${idempotencyKey}: check failed: ${String(err)}`)));
     },
   });
+  const tools = await startCrashTools(db, toolFaults);
   return {
     fake,
     sink,
+    tools,
     uncommittedDeliveries,
     deliveryChecks: async () => void (await Promise.all(checks)),
     close: async () => {
       await fake.close();
       await sink.close();
+      await tools.close();
     },
   };
-}
-
-/** Task text → the moment after which its answer was known to be committed (read at each kill). */
-export class CommittedAnswers {
-  readonly at = new Map<string, number>();
-
-  async read(db: CrashDb): Promise<void> {
-    const tasks = await db.answeredTasks();
-    // Stamped once the read is done: every answer it saw was committed by then.
-    const now = Date.now();
-    for (const task of tasks) if (!this.at.has(task)) this.at.set(task, now);
-  }
-
-  get size(): number {
-    return this.at.size;
-  }
-}
-
-/**
- * The contract's guarantees, once every process is gone, over everything every process did: work
- * acknowledged is done, effects carry committed answers only, no answer is asked for again once
- * committed, effects are keyed, and each agent's committed checkpoints are one history (seqs 1..N
- * with no gap, progress never going back, each task answered in exactly one of them).
- */
-export async function expectGuarantees(options: {
-  plan: CommandPlan;
-  acked: ReadonlySet<number>;
-  services: CrashServices;
-  db: CrashDb;
-  committed: CommittedAnswers;
-}): Promise<{ deliveries: number; repeated: number }> {
-  const { plan, acked, services, db, committed } = options;
-  const { fake, sink } = services;
-  const expectedTasks = plan.expectedTasks();
-  const totalTasks = plan.totalTasks;
-
-  // 1. Acknowledged work is never lost: every command acknowledged, every task's effect delivered.
-  expect(acked.size).toBe(plan.commands.length);
-  expect(await db.progress()).toBe(totalTasks);
-  const delivered = sink.deliveries.filter((d) => d.status >= 200 && d.status < 300);
-  const deliveredTasks = new Set(delivered.map((d) => (d.body as { task: string }).task));
-  for (const tasks of expectedTasks.values()) for (const task of tasks) expect(deliveredTasks).toContain(task);
-
-  // 2. Persist before act: every effect carried an answer that was already committed, and no LLM
-  // call was made for a task after its answer was seen committed.
-  await services.deliveryChecks();
-  expect(services.uncommittedDeliveries).toEqual([]);
-  const lateCalls = fake.calls.filter((call) => {
-    const at = committed.at.get(call.userContent);
-    return at !== undefined && call.at > at;
-  });
-  expect(lateCalls.map((c) => c.userContent)).toEqual([]);
-
-  // 3. Effects are keyed: one body per key, keys = agentId:1..n, distinct keys = tasks processed.
-  const byKey = new Map<string, Set<string>>();
-  for (const d of sink.deliveries) {
-    const bodies = byKey.get(d.idempotencyKey!) ?? new Set();
-    bodies.add(d.rawBody);
-    byKey.set(d.idempotencyKey!, bodies);
-  }
-  for (const [key, bodies] of byKey) expect({ key, bodies: bodies.size }).toEqual({ key, bodies: 1 });
-  const deliveredKeys = new Set(delivered.map((d) => d.idempotencyKey));
-  expect(deliveredKeys.size).toBe(totalTasks);
-  for (const [agent, tasks] of expectedTasks) {
-    for (let seq = 1; seq <= tasks.length; seq++) expect(deliveredKeys).toContain(`${agent}:${seq}`);
-  }
-
-  // 4. One history per agent: checkpoints 1..N without a gap or a step back in progress, N its
-  // last seq, and each task answered in exactly one committed checkpoint. (A second checkpoint at
-  // one seq cannot be stored: (agent_id, seq) is the table's primary key.)
-  const histories = await db.histories();
-  expect([...histories.keys()].sort()).toEqual([...expectedTasks.keys()].sort());
-  for (const [agentId, { lastSeq, checkpoints }] of histories) {
-    expect({ agentId, seqs: checkpoints.map((c) => c.seq) }).toEqual({ agentId, seqs: Array.from({ length: lastSeq }, (_, i) => i + 1) });
-    const backwards = checkpoints.filter((c, i) => i > 0 && c.progress < checkpoints[i - 1]!.progress);
-    expect({ agentId, backwards }).toEqual({ agentId, backwards: [] });
-  }
-  const answers = new Map<string, number>();
-  for (const task of await db.answeredTasks()) answers.set(task, (answers.get(task) ?? 0) + 1);
-  const notOnce = [...expectedTasks.values()].flat().filter((task) => answers.get(task) !== 1);
-  expect(notOnce.map((task) => `${task}: ${answers.get(task) ?? 0} committed answers`)).toEqual([]);
-  expect(answers.size).toBe(totalTasks);
-
-  return { deliveries: sink.deliveries.length, repeated: sink.deliveries.length - deliveredKeys.size };
 }

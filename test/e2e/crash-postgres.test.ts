@@ -9,13 +9,12 @@
  * or had a checkpoint committed by one, while the process that ran it before was alive (fencing).
  */
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { freshSchema, postgresUrl } from '../helpers/postgres.js';
+import { CommittedTurns, expectGuarantees, figuresLine } from './crash-checks.js';
 import {
   CommandPlan,
-  CommittedAnswers,
-  expectGuarantees,
   killAllWorkers,
   SEED,
   seededRandom,
@@ -27,6 +26,7 @@ import {
   type CrashServices,
   type WorkerCommand,
 } from './crash-harness.js';
+import type { CommittedTurn } from './crash-tools.js';
 import type { WorkerMessage } from './crash-worker.js';
 
 const WORKERS = Number(process.env.CRASH_PG_WORKERS ?? 3);
@@ -46,13 +46,27 @@ function postgresDb(pool: pg.Pool): CrashDb {
           response,
         ])
       ).rowCount! > 0,
-    answeredTasks: async () =>
+    toolCallCommitted: async (agentId, callId) =>
       (
-        await pool.query<{ task: string }>(
-          `select payload::jsonb -> 'input' -> 'messages' -> -1 ->> 'content' as task from actions
+        await pool.query(
+          `select 1 from actions cross join lateral jsonb_array_elements(result::jsonb -> 'output' -> 'toolCalls') as call
+           where agent_id = $1 and action = 'callLlm' and call ->> 'id' = $2`,
+          [agentId, callId],
+        )
+      ).rowCount! > 0,
+    committedTurns: async () =>
+      (
+        await pool.query<{ agent_id: string; messages: CommittedTurn['messages']; answer: CommittedTurn['answer'] }>(
+          `select agent_id, payload::jsonb -> 'input' -> 'messages' as messages, result::jsonb -> 'output' as answer from actions
            where action = 'callLlm' and (result::jsonb ->> 'ok')::boolean`,
         )
-      ).rows.map((r) => r.task),
+      ).rows.map((r) => ({ agentId: r.agent_id, messages: r.messages, answer: r.answer })),
+    effects: async () =>
+      (
+        await pool.query<{ key: string; agent_id: string; seq: number; result: string | null }>(
+          `select idempotency_key as key, agent_id, seq::int as seq, result from effects`,
+        )
+      ).rows.map((r) => ({ key: r.key, agentId: r.agent_id, seq: r.seq, result: r.result === null ? null : (JSON.parse(r.result) as unknown) })),
     progress: async () => (await pool.query<{ p: number }>(`select coalesce(sum(progress), 0)::float8 as p from agents`)).rows[0]!.p,
     histories: async () => {
       const histories = new Map<string, { lastSeq: number; checkpoints: { seq: number; progress: number }[] }>();
@@ -78,7 +92,7 @@ describe('crash recovery under SIGKILL, several processes on one Postgres', () =
     // The schema and its tables exist before any worker (and any check) runs: a worker killed
     // during its start-up may never have created them.
     await (await openPostgresStore(postgresUrl, { schema })).close();
-    services = await startCrashServices(db, seededRandom(SEED + 1)); // the fake LLM's latency and faults
+    services = await startCrashServices(db, seededRandom(SEED + 1), seededRandom(SEED + 2)); // latency and faults: the fake LLM's, the tools'
   });
 
   afterAll(async () => {
@@ -88,12 +102,13 @@ describe('crash recovery under SIGKILL, several processes on one Postgres', () =
   });
 
   it(`loses no acknowledged task, never re-asks a committed answer, keys every effect and fences every agent (seed ${SEED}, ${WORKERS} processes)`, async () => {
+    onTestFailed(() => console.error(`The crash test failed with CRASH_SEED=${SEED}: set it to run this schedule again.`));
     const { fake, sink } = services;
     const schedule = seededRandom(SEED); // kills and commands
-    const plan = new CommandPlan(schedule, sink.url);
+    const plan = new CommandPlan(schedule, sink.url, services.tools.inputs);
     const { commands } = plan;
     const acked = new Set<number>();
-    const committed = new CommittedAnswers();
+    const committed = new CommittedTurns();
 
     /** The worker now in each slot; a killed worker's slot gets a new one at once. */
     const slots: Worker[] = [];
@@ -229,14 +244,13 @@ describe('crash recovery under SIGKILL, several processes on one Postgres', () =
     const logged = [...killed, ...survivors].flatMap((w) => w.log.map((l) => `${l.name}: ${l.msg}`));
     if (logged.length + fencing.length > 0) console.warn([...logged, ...fencing].join('\n'));
 
-    const { deliveries, repeated } = await expectGuarantees({ plan, acked, services, db, committed });
+    const figures = await expectGuarantees({ plan, acked, services, db, committed });
     console.log(
       `crash test (Postgres) seed=${SEED}: ${WORKERS} processes, lease ${LEASE_MS} ms, ${kills} kills (${killsWhileRunning} while running agents), ` +
         `${takeovers} agents taken over from a killed process (${takeoversBySurvivors} by a process already running), ` +
         `${handedOver.size} of ${plan.expectedTasks().size} agents with checkpoints from several processes, ` +
         `${commands.length} commands (${missing} adds sent again: their spawn was not committed yet), ${totalTasks} tasks, ` +
-        `${fake.calls.length} LLM calls (${committed.size} answers committed before a kill), ` +
-        `${deliveries} webhook deliveries, ${repeated} repeated deliveries (same key, same body)`,
+        `${fake.calls.length} LLM calls (${committed.size} turns of ${committed.tasks} tasks committed before a kill), ${figuresLine(figures)}`,
     );
     expect(fencing).toEqual([]);
     expect(logged).toEqual([]);
@@ -244,10 +258,13 @@ describe('crash recovery under SIGKILL, several processes on one Postgres', () =
     expect(kills).toBe(KILLS);
     expect(killsWhileRunning).toBeGreaterThan(KILLS / 2);
     // Not a vacuous run: agents changed process, some taken by a process already running others, and
-    // most answers were committed while processes were still being killed.
+    // most tasks had turns committed while processes were still being killed.
     expect(takeovers).toBeGreaterThanOrEqual(KILLS / 2);
     expect(takeoversBySurvivors).toBeGreaterThan(0);
     expect(handedOver.size).toBeGreaterThanOrEqual(KILLS / 3);
-    expect(committed.size).toBeGreaterThan(totalTasks / 2);
+    expect(committed.tasks).toBeGreaterThan(totalTasks / 2);
+    // Tool calls were made, some answered 503 and retried.
+    expect(figures.toolCalls).toBeGreaterThan(totalTasks / 2);
+    expect(figures.toolUnavailable).toBeGreaterThan(0);
   }, 240_000);
 });

@@ -23,10 +23,11 @@ import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../../src/store/store.js';
 import { agentDefinition } from '../../src/agents/reference/definition.js';
+import type { HttpToolInput } from '../../src/agents/reference/types.js';
 import { createRuntime } from '../../src/runtime/runtime.js';
 
 export type WorkerCommand =
-  | { n: number; op: 'spawn'; id: string; tasks: string[]; webhook: string }
+  | { n: number; op: 'spawn'; id: string; tasks: string[]; webhook: string; tools: HttpToolInput[] }
   | { n: number; op: 'add'; id: string; task: string };
 
 /** What a worker prints on stdout, one JSON object a line. */
@@ -123,7 +124,7 @@ const lines = readline.createInterface({ input: process.stdin });
 for await (const line of lines) {
   const command = JSON.parse(line) as WorkerCommand;
   if (command.op === 'spawn') {
-    await runtime.spawn('agent', { id: command.id, input: { tasks: command.tasks, webhook: command.webhook } });
+    await runtime.spawn('agent', { id: command.id, input: { tasks: command.tasks, webhook: command.webhook, tools: command.tools } });
   } else {
     try {
       // The command number is the idempotency key: a command re-sent after a crash adds nothing twice.

@@ -6,12 +6,11 @@
  */
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { tempDbFile } from '../helpers/temp.js';
+import { CommittedTurns, expectGuarantees, figuresLine } from './crash-checks.js';
 import {
   CommandPlan,
-  CommittedAnswers,
-  expectGuarantees,
   killAllWorkers,
   SEED,
   seededRandom,
@@ -22,6 +21,7 @@ import {
   type CrashDb,
   type CrashServices,
 } from './crash-harness.js';
+import type { CommittedTurn } from './crash-tools.js';
 
 const KILLS = Number(process.env.CRASH_KILLS ?? 24);
 
@@ -45,17 +45,36 @@ function sqliteDb(file: string): CrashDb {
             .get(agentId, response) !== undefined,
         false,
       ),
-    answeredTasks: async () =>
+    toolCallCommitted: (agentId, callId) =>
+      read(
+        (conn) =>
+          conn
+            .prepare(
+              `select 1 from actions, json_each(actions.result, '$.output.toolCalls') as call
+               where actions.agent_id = ? and actions.action = 'callLlm' and json_extract(call.value, '$.id') = ?`,
+            )
+            .get(agentId, callId) !== undefined,
+        false,
+      ),
+    committedTurns: async () =>
       read(
         (conn) =>
           (
             conn
               .prepare(
-                `select json_extract(payload, '$.input.messages[#-1].content') as task from actions
+                `select agent_id, json_extract(payload, '$.input.messages') as messages, json_extract(result, '$.output') as answer from actions
                  where action = 'callLlm' and json_extract(result, '$.ok') = 1`,
               )
-              .all() as { task: string }[]
-          ).map((r) => r.task),
+              .all() as { agent_id: string; messages: string; answer: string }[]
+          ).map((r) => ({ agentId: r.agent_id, messages: JSON.parse(r.messages) as CommittedTurn['messages'], answer: JSON.parse(r.answer) as CommittedTurn['answer'] })),
+        [],
+      ),
+    effects: async () =>
+      read(
+        (conn) =>
+          (conn.prepare(`select idempotency_key, agent_id, seq, result from effects`).all() as { idempotency_key: string; agent_id: string; seq: number; result: string | null }[]).map(
+            (r) => ({ key: r.idempotency_key, agentId: r.agent_id, seq: r.seq, result: r.result === null ? null : (JSON.parse(r.result) as unknown) }),
+          ),
         [],
       ),
     progress: async () => read((conn) => (conn.prepare(`select coalesce(sum(progress), 0) as p from agents`).get() as { p: number }).p, 0),
@@ -83,7 +102,7 @@ describe('crash recovery under SIGKILL', () => {
   const store = sqliteDb(db);
 
   beforeAll(async () => {
-    services = await startCrashServices(store, seededRandom(SEED + 1)); // the fake LLM's latency and faults
+    services = await startCrashServices(store, seededRandom(SEED + 1), seededRandom(SEED + 2)); // latency and faults: the fake LLM's, the tools'
   });
 
   afterAll(async () => {
@@ -92,11 +111,12 @@ describe('crash recovery under SIGKILL', () => {
   });
 
   it(`loses no acknowledged task, never re-asks a committed answer, and keys every effect (seed ${SEED})`, async () => {
+    onTestFailed(() => console.error(`The crash test failed with CRASH_SEED=${SEED}: set it to run this schedule again.`));
     const { fake, sink } = services;
-    const plan = new CommandPlan(schedule, sink.url);
+    const plan = new CommandPlan(schedule, sink.url, services.tools.inputs);
     const { commands } = plan;
     const acked = new Set<number>();
-    const committed = new CommittedAnswers();
+    const committed = new CommittedTurns();
     const start = (commitDelayMs: number) => new Worker({ store: `sqlite:${db}`, llmUrl: fake.url, commitDelayMs });
 
     // Commands are written to the worker's stdin on schedule; a worker handles its stdin in order,
@@ -138,17 +158,19 @@ describe('crash recovery under SIGKILL', () => {
     expect(final.errors).toEqual([]);
     expect(final.missing).toEqual([]);
 
-    const { deliveries, repeated } = await expectGuarantees({ plan, acked, services, db: store, committed });
+    const figures = await expectGuarantees({ plan, acked, services, db: store, committed });
     console.log(
       `crash test seed=${SEED}: ${kills} kills (${killsWhileRunning} while running agents), ${commands.length} commands, ${totalTasks} tasks, ` +
-        `${fake.calls.length} LLM calls (${committed.size} answers committed before a kill), ` +
-        `${deliveries} webhook deliveries, ${repeated} repeated deliveries (same key, same body)`,
+        `${fake.calls.length} LLM calls (${committed.size} turns of ${committed.tasks} tasks committed before a kill), ${figuresLine(figures)}`,
     );
     // Every kill landed on a live worker (none had exited on its own), most of them while it ran agents.
     expect(kills).toBe(KILLS);
     expect(kills).toBeGreaterThanOrEqual(20);
     expect(killsWhileRunning).toBeGreaterThan(KILLS / 2);
-    // Not a vacuous run: most answers were committed while processes were still being killed.
-    expect(committed.size).toBeGreaterThan(totalTasks / 2);
+    // Not a vacuous run: most tasks had turns committed while processes were still being killed, and
+    // tool calls were made, some answered 503 and retried.
+    expect(committed.tasks).toBeGreaterThan(totalTasks / 2);
+    expect(figures.toolCalls).toBeGreaterThan(totalTasks / 2);
+    expect(figures.toolUnavailable).toBeGreaterThan(0);
   }, 240_000);
 });
