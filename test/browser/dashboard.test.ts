@@ -5,7 +5,8 @@
 // failures are under the test's control. The server runs with --token, so the journey starts at
 // the login page and every later step goes through the login cookie.
 //
-// The tests are one journey, in order: log in → the list → task.add → checkpoint + fork → retry.
+// The tests are one journey, in order: log in → the list → task.add → checkpoint + fork → retry →
+// a tool call approved in the page (the tool on a local tool server).
 // Screenshots land in test-output/screenshots/.
 import { serve, type ServerType } from '@hono/node-server';
 import fs from 'node:fs';
@@ -21,6 +22,7 @@ import { createServer } from '../../src/http/app.js';
 import { launchChromium } from '../helpers/chromium.js';
 import { startRuntime } from '../helpers/runtime.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
+import { startToolServer, type ToolServer } from '../support/tool-server.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SCREENSHOTS = path.join(ROOT, 'test-output', 'screenshots');
@@ -30,9 +32,13 @@ const WAIT = { timeout: 10_000 };
 /** The LLM answers this task slowly, so that the chart is seen in callingLLM before it is back in idle. */
 const SLOW_TASK = 'second task (slow)';
 const DOOMED_TASK = 'doomed task';
+/** The model answers this task with a call of the `lookup` tool (marked for approval), then with FINAL_ANSWER. */
+const TOOL_TASK = 'Will it rain in Oslo?';
+const FINAL_ANSWER = 'Yes: rain in Oslo all day.';
 
 let file: string;
 let fake: FakeOpenAI;
+let toolServer: ToolServer;
 let runtime: Runtime;
 let server: ServerType;
 let shutdown: AbortController;
@@ -46,6 +52,13 @@ beforeAll(async () => {
   fs.mkdirSync(SCREENSHOTS, { recursive: true });
   fake = await startFakeOpenAI();
   fake.setLatency((call) => (call.userContent === SLOW_TASK ? 1_500 : 5));
+  fake.setReplyPolicy((call) => {
+    if (call.userContent !== TOOL_TASK) return undefined;
+    const toolResultsIn = call.rawMessages.some((m) => m.role === 'tool');
+    return toolResultsIn ? { content: FINAL_ANSWER } : { toolCalls: [{ id: 'call_rain', name: 'lookup', arguments: { city: 'Oslo' } }] };
+  });
+  toolServer = await startToolServer();
+  toolServer.respond('lookup', { kind: 'json', body: { forecast: 'rain', city: 'Oslo' } });
   ({ runtime, file } = await startRuntime({
     llm: createOpenAiClient({ apiKey: 'test', baseURL: fake.url }),
     defaults: { maxAttempts: 2, baseDelayMs: 10, timeoutMs: 5_000 },
@@ -75,6 +88,7 @@ afterAll(async () => {
   }
   await runtime?.close();
   await fake?.close();
+  await toolServer?.close();
   if (file) fs.rmSync(path.dirname(file), { recursive: true, force: true });
 });
 
@@ -239,5 +253,35 @@ describe('dashboard in Chromium', () => {
     expect(await page.$$eval('#agents tbody tr[data-agent]', (rows) => rows.map((r) => r.getAttribute('data-agent')))).toHaveLength(3);
     await page.locator('tr[data-agent="beta"] .badge', { hasText: /^stopped$/ }).waitFor(WAIT);
     await shot('agents-list-all.png');
+  });
+
+  it('shows a tool call waiting for approval, runs it once Approve is pressed in the page, and shows its result and the answer', async () => {
+    const tools = [{ name: 'lookup', url: toolServer.url('lookup'), approval: true, parameters: { type: 'object', properties: { city: { type: 'string' } } } }];
+    expect((await api('POST', '/agents', { machine: 'agent', id: 'gamma', input: { tasks: [TOOL_TASK], tools } })).status).toBe(201);
+    await page.goto(`${base}/ui/agents/gamma`);
+    const pending = '#approvals [data-approval="call_rain"]';
+    await page.waitForSelector(pending, WAIT);
+    await page.waitForSelector(activeState('sideEffect.awaitingApproval'), WAIT);
+    expect(await page.textContent(pending)).toContain('lookup');
+    expect(await page.textContent(pending)).toContain('"city": "Oslo"');
+    expect(await page.textContent(pending)).toContain('gamma:1:call_rain');
+    // The call is in the conversation already, with its key; nothing has run.
+    await page.waitForSelector('#conversation .tool-call[data-call="call_rain"] >> text=gamma:1:call_rain', WAIT);
+    expect(toolServer.deliveries).toHaveLength(0);
+    await shot('agent-awaiting-approval.png');
+
+    await page.click(`${pending} form[data-event="tool.approve"] button`);
+    // The decision is committed, the call runs, the model answers: the page follows over the stream.
+    await page.waitForSelector('#approvals', { ...WAIT, state: 'detached' });
+    await page.waitForSelector(activeState('idle'), WAIT);
+    await progressIs('1');
+    const toolMessage = '#conversation li.message.tool[data-call="call_rain"]';
+    await page.waitForSelector(`${toolMessage} .ok`, WAIT);
+    expect(await page.textContent(toolMessage)).toContain('{"forecast":"rain","city":"Oslo"}');
+    expect(await page.textContent(toolMessage)).toContain('gamma:1:call_rain');
+    await page.waitForSelector(`#conversation .response >> text=${FINAL_ANSWER}`, WAIT);
+    await page.waitForSelector('#actions tr[data-action=runTools] >> text=gamma:1:call_rain', WAIT);
+    expect(toolServer.deliveries.map((d) => [d.idempotencyKey, d.body?.arguments])).toEqual([['gamma:1:call_rain', { city: 'Oslo' }]]);
+    await shot('agent-tool-approved.png');
   });
 });
