@@ -121,16 +121,19 @@ const section = (html: string, name: string) => {
 };
 
 describe('dashboard: the exchange and approvals', () => {
-  async function agentWaitingForApproval() {
-    tools = await startToolServer();
-    tools.respond('lookup', { kind: 'json', body: { answer: '<i>wet</i>' } });
+  /** The tool server the agent's `lookup` tool is on (closed after the test). */
+  async function agentWaitingForApproval(): Promise<ToolServer> {
+    const server = await startToolServer();
+    tools = server;
+    server.respond('lookup', { kind: 'json', body: { answer: '<i>wet</i>' } });
     t = await testApp();
-    await spawn(t.app, 'ap1', { tasks: [TOOL_TASK], tools: [{ name: 'lookup', url: tools.url('lookup'), approval: true }] });
-    return waitForView(t.app, 'ap1', awaitingApproval);
+    await spawn(t.app, 'ap1', { tasks: [TOOL_TASK], tools: [{ name: 'lookup', url: server.url('lookup'), approval: true }] });
+    await waitForView(t.app, 'ap1', awaitingApproval);
+    return server;
   }
 
   it('shows a pending call with its name, key and escaped arguments, and Approve / Reject forms carrying its call id', async () => {
-    await agentWaitingForApproval();
+    const server = await agentWaitingForApproval();
     const html = await (await t.app.request('/ui/agents/ap1')).text();
     const approvals = section(html, 'approvals');
     expect(approvals).toContain('<div class="approval" data-approval="call_0_0">');
@@ -147,15 +150,15 @@ describe('dashboard: the exchange and approvals', () => {
     expect(conversation).toMatch(/<div class="tool-call" data-call="call_0_0">calls <code>lookup<\/code>.*key <code>ap1:1:call_0_0<\/code>/);
     expect(conversation).not.toContain('data-role="tool"'); // nothing ran yet
     expect(conversation).not.toContain('not shown');
-    expect(tools.deliveries).toHaveLength(0);
+    expect(server.deliveries).toHaveLength(0);
   });
 
   it('after an approval, shows the tool result matched to its call (ok, key), the response, turns and tokens, and the tools row of the log', async () => {
-    await agentWaitingForApproval();
+    const server = await agentWaitingForApproval();
     expect((await postJson(t.app, '/agents/ap1/events', { type: 'tool.approve', callId: 'call_0_0' })).status).toBe(202);
     const view = await waitForView(t.app, 'ap1', isIdleWith(1));
     const { results, usage } = view.context as { results: { response: string; usage: { promptTokens: number; completionTokens: number; totalTokens: number } }[]; usage: typeof results[0]['usage'] };
-    expect(tools.deliveries.map((d) => d.idempotencyKey)).toEqual(['ap1:1:call_0_0']);
+    expect(server.deliveries.map((d) => d.idempotencyKey)).toEqual(['ap1:1:call_0_0']);
 
     const html = await (await t.app.request('/ui/agents/ap1')).text();
     expect(section(html, 'approvals')).not.toContain('data-approval');
@@ -178,12 +181,12 @@ describe('dashboard: the exchange and approvals', () => {
   });
 
   it('after a rejection, shows the refused call as an error and never calls the tool', async () => {
-    await agentWaitingForApproval();
+    const server = await agentWaitingForApproval();
     expect((await postJson(t.app, '/agents/ap1/events', { type: 'tool.reject', callId: 'call_0_0', reason: 'not <now>' })).status).toBe(202);
     await waitForView(t.app, 'ap1', isIdleWith(1));
     const conversation = section(await (await t.app.request('/ui/agents/ap1')).text(), 'conversation');
     expect(conversation).toMatch(/data-call="call_0_0"><span class="role">tool<\/span> <span class="fail">error<\/span>.*A person rejected this call: not &lt;now&gt;/);
-    expect(tools.deliveries).toHaveLength(0);
+    expect(server.deliveries).toHaveLength(0);
   });
 });
 

@@ -4,7 +4,8 @@
  * - refreshes the `[data-live]` sections of the page by fetching the page again and swapping them
  *   (the agents list every 2 s; an agent's page on each SSE `snapshot`);
  * - moves the statechart highlight as soon as a snapshot arrives (`g.state[data-state]`);
- * - sends events, spawns, forks and stops through the JSON API (the login cookie authenticates).
+ * - sends events (the event forms and the approval buttons: every `form[data-event]`), spawns, forks
+ *   and stops through the JSON API (the login cookie authenticates).
  * It avoids template literals so that it can live inside one.
  */
 import { LOGIN_PATH } from './layout.js';
