@@ -1,7 +1,8 @@
 /**
  * The agent loop of the benchmark issue: 200 agents × 10 tasks through the real runtime, with the
  * simulated LLM answering at once and effects recorded locally, so what is measured is the
- * runtime's own cost: XState, checkpoints, commits.
+ * runtime's own cost: XState, checkpoints, commits. With a tool server, the same loop as a
+ * tool-calling one: each task's first answer calls two HTTP tools in parallel, the second is text.
  */
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
@@ -15,10 +16,15 @@ import type { Store } from '../src/store/store.js';
 import { agentDefinition } from '../src/agents/reference/definition.js';
 import { createRuntime } from '../src/runtime/runtime.js';
 import { tempFile, writtenBytes } from './lib.js';
+import type { BenchToolServer } from './tool-server.js';
 
 export const AGENTS = 200;
 export const TASKS = 10;
 const TASK_TEXT = (i: number) => `Task ${i}: summarise the attached quarterly figures for the board, in three bullet points, no jargon.`;
+/** The two tools of the tool loop: the simulated LLM calls every offered tool its task names. */
+export const BENCH_TOOLS = ['lookup_figures', 'convert_currency'] as const;
+const TOOL_TASK_TEXT = (i: number) => `Task ${i}: get the quarterly figures with lookup_figures, convert them with convert_currency, summarise for the board.`;
+export const TOOL_CALLS_PER_TASK = BENCH_TOOLS.length;
 
 /** `DATABASE_URL`, or the machine's PostgreSQL (as the tests use). */
 export const POSTGRES_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -42,10 +48,12 @@ export interface LoopResult {
   snapshots: string[];
 }
 
-export async function runAgentLoop(kind: LoopStore, synchronous: 'normal' | 'full' = 'normal'): Promise<LoopResult> {
+/** `toolServer`: the tool loop, its two tools served there (else the plain loop, no tools). */
+export async function runAgentLoop(kind: LoopStore, synchronous: 'normal' | 'full' = 'normal', toolServer?: BenchToolServer): Promise<LoopResult> {
   const { store, dispose } = await openLoopStore(kind, synchronous);
   const runtime = await createRuntime({ store, machines: [agentDefinition({ llm: createSimulatedLlm() })] });
-  const tasks = Array.from({ length: TASKS }, (_, i) => TASK_TEXT(i));
+  const tasks = Array.from({ length: TASKS }, (_, i) => (toolServer ? TOOL_TASK_TEXT(i) : TASK_TEXT(i)));
+  const input = toolServer ? { tasks, tools: BENCH_TOOLS.map((name) => ({ name, url: toolServer.url(name) })) } : { tasks };
   const doneAgents = new Set<string>();
   const allDone = new Promise<void>((resolve) => {
     for (let i = 0; i < AGENTS; i++) {
@@ -61,7 +69,7 @@ export async function runAgentLoop(kind: LoopStore, synchronous: 'normal' | 'ful
   const sentBefore = { ...sent };
   const started = performance.now();
   const cpuBefore = process.cpuUsage();
-  await Promise.all(Array.from({ length: AGENTS }, (_, i) => runtime.spawn('agent', { id: `agent-${i}`, input: { tasks } })));
+  await Promise.all(Array.from({ length: AGENTS }, (_, i) => runtime.spawn('agent', { id: `agent-${i}`, input })));
   await allDone;
   const ms = performance.now() - started;
   const cpu = process.cpuUsage(cpuBefore);

@@ -31,6 +31,11 @@ const WORKLOADS: Record<string, { what: string; goal: string; steps: Step[] }> =
     goal: 'ratio ≥ 0.7',
     steps: [{ script: 'overhead.ts', args: ['normal'] }],
   },
+  tools: {
+    what: 'tool-calling loop (200 agents × 10 tasks, two parallel HTTP tool calls per task, local tool server) vs the plain agent loop, synchronous=NORMAL',
+    goal: 'ratio ≥ 0.8 (checkpoints/s)',
+    steps: [{ script: 'tools.ts' }],
+  },
   recovery: {
     what: '10,000 agents SIGKILLed mid-task: restore until all run again, vs a raw scan of their rows',
     goal: 'ratio ≤ 3, ms < 1000',
