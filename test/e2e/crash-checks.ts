@@ -79,6 +79,10 @@ export async function expectGuarantees(options: {
     return at !== undefined && call.at > at;
   });
   expect(lateCalls.map((c) => turnKey(turnOf(c.rawMessages)))).toEqual([]);
+  // Not vacuous: the turns read from the store are the ones the model was asked (their keys
+  // match), each asked before it was seen committed.
+  const neverAsked = [...committed.at].filter(([key, at]) => !fake.calls.some((c) => c.at <= at && turnKey(turnOf(c.rawMessages)) === key));
+  expect(neverAsked.map(([key]) => key)).toEqual([]);
 
   // 3. Effects are keyed: one body per key, keys = agentId:1..n, distinct keys = tasks processed.
   const byKey = new Map<string, Set<string>>();
