@@ -53,7 +53,8 @@ describe('scale-out on Postgres (real processes)', () => {
     // Spawned round-robin: each process owns the agents it spawned.
     for (let i = 0; i < 9; i++) {
       const id = `so-${i}`;
-      const tasks = tasksOf(id, 6);
+      // Enough tasks that a loaded machine's slow spawns cannot let an agent finish before the kill (the check below says so).
+      const tasks = tasksOf(id, 10);
       expected.set(id, tasks);
       const spawned = await api(servers[i % 3]!, 'POST', '/agents', { machine: 'agent', id, input: { tasks, webhook: sink.url } });
       expect(spawned.status, id).toBe(201);
