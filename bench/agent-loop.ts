@@ -13,7 +13,7 @@ import { clientConfig } from '../src/store/postgres/connection.js';
 import { openPostgresStore } from '../src/store/postgres/postgres-store.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../src/store/store.js';
-import { agentDefinition } from '../src/agents/reference/definition.js';
+import { agentDefinition, type CodeTool } from '../src/agents/reference/definition.js';
 import { createRuntime } from '../src/runtime/runtime.js';
 import { tempFile, writtenBytes } from './lib.js';
 import type { BenchToolServer } from './tool-server.js';
@@ -48,12 +48,19 @@ export interface LoopResult {
   snapshots: string[];
 }
 
-/** `toolServer`: the tool loop, its two tools served there (else the plain loop, no tools). */
-export async function runAgentLoop(kind: LoopStore, synchronous: 'normal' | 'full' = 'normal', toolServer?: BenchToolServer): Promise<LoopResult> {
+/**
+ * The tools of the tool loop: HTTP tools served by a bench tool server, or the same two tools
+ * registered in code (no HTTP: what the loop costs without its calls' network round trips).
+ */
+export type LoopTools = { server: BenchToolServer } | { code: readonly CodeTool[] };
+
+/** `tools`: the tool loop (else the plain loop, no tools). */
+export async function runAgentLoop(kind: LoopStore, synchronous: 'normal' | 'full' = 'normal', tools?: LoopTools): Promise<LoopResult> {
   const { store, dispose } = await openLoopStore(kind, synchronous);
-  const runtime = await createRuntime({ store, machines: [agentDefinition({ llm: createSimulatedLlm() })] });
-  const tasks = Array.from({ length: TASKS }, (_, i) => (toolServer ? TOOL_TASK_TEXT(i) : TASK_TEXT(i)));
-  const input = toolServer ? { tasks, tools: BENCH_TOOLS.map((name) => ({ name, url: toolServer.url(name) })) } : { tasks };
+  const codeTools = tools && 'code' in tools ? tools.code : [];
+  const runtime = await createRuntime({ store, machines: [agentDefinition({ llm: createSimulatedLlm(), tools: codeTools })] });
+  const tasks = Array.from({ length: TASKS }, (_, i) => (tools ? TOOL_TASK_TEXT(i) : TASK_TEXT(i)));
+  const input = tools && 'server' in tools ? { tasks, tools: BENCH_TOOLS.map((name) => ({ name, url: tools.server.url(name) })) } : { tasks };
   const doneAgents = new Set<string>();
   const allDone = new Promise<void>((resolve) => {
     for (let i = 0; i < AGENTS; i++) {
