@@ -214,22 +214,10 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
                 timeoutMs: context.retry.timeoutMs,
               }),
               onDone: { target: '#agent.persisted', actions: { type: 'storeAnswer', params: ({ event }) => event.output } },
-              onError: [
-                { guard: { type: 'mayRetry', params: errorOf }, target: 'backingOff', actions: { type: 'scheduleRetry', params: errorOf } },
-                { target: '#agent.failed', actions: { type: 'recordFailure', params: ({ event }) => ({ step: 'llm' as const, error: event.error }) } },
-              ],
+              onError: retryOrFail('backingOff', 'llm'),
             },
           },
-          backingOff: {
-            invoke: {
-              id: 'llmBackoff',
-              src: 'sleepUntil',
-              input: ({ context }) => ({ at: context.nextAttemptAt ?? 0 }),
-              onDone: 'requesting',
-              // A timer that fails has still ended the wait: an unhandled actor error would crash the agent.
-              onError: 'requesting',
-            },
-          },
+          backingOff: backoff('llmBackoff', 'requesting'),
         },
       },
       persisted: {
@@ -272,21 +260,10 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
                 { guard: 'turnsLeft', target: '#agent.callingLLM', actions: { type: 'storeToolResults', params: ({ event }) => event.output } },
                 { target: '#agent.failed', actions: [{ type: 'storeToolResults', params: ({ event }) => event.output }, 'recordTurnLimit'] },
               ],
-              onError: [
-                { guard: { type: 'mayRetry', params: errorOf }, target: 'toolsBackoff', actions: { type: 'scheduleRetry', params: errorOf } },
-                { target: '#agent.failed', actions: { type: 'recordFailure', params: ({ event }) => ({ step: 'tool' as const, error: event.error }) } },
-              ],
+              onError: retryOrFail('toolsBackoff', 'tool'),
             },
           },
-          toolsBackoff: {
-            invoke: {
-              id: 'toolsBackoff',
-              src: 'sleepUntil',
-              input: ({ context }) => ({ at: context.nextAttemptAt ?? 0 }),
-              onDone: 'runningTools',
-              onError: 'runningTools',
-            },
-          },
+          toolsBackoff: backoff('toolsBackoff', 'runningTools'),
           // The task's response is in: its webhook (named as in version 2, whose checkpoints restore here).
           requesting: {
             entry: 'countAttempt',
@@ -301,22 +278,10 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
                 timeoutMs: context.retry.webhookTimeoutMs ?? context.retry.timeoutMs,
               }),
               onDone: { target: '#agent.idle', actions: 'completeTask' },
-              onError: [
-                { guard: { type: 'mayRetry', params: errorOf }, target: 'backingOff', actions: { type: 'scheduleRetry', params: errorOf } },
-                { target: '#agent.failed', actions: { type: 'recordFailure', params: ({ event }) => ({ step: 'effect' as const, error: event.error }) } },
-              ],
+              onError: retryOrFail('backingOff', 'effect'),
             },
           },
-          backingOff: {
-            invoke: {
-              id: 'effectBackoff',
-              src: 'sleepUntil',
-              input: ({ context }) => ({ at: context.nextAttemptAt ?? 0 }),
-              onDone: 'requesting',
-              // A timer that fails has still ended the wait: an unhandled actor error would crash the agent.
-              onError: 'requesting',
-            },
-          },
+          backingOff: backoff('effectBackoff', 'requesting'),
         },
       },
       failed: {
@@ -332,6 +297,31 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
       done: { type: 'final' },
     },
   });
+}
+
+/**
+ * A failed step: back off and try again while attempts remain and the failure is transient, else
+ * park the agent in `failed` with the step that failed.
+ */
+function retryOrFail(backoffState: string, step: AgentStep) {
+  return [
+    { guard: { type: 'mayRetry', params: errorOf }, target: backoffState, actions: { type: 'scheduleRetry', params: errorOf } },
+    { target: '#agent.failed', actions: { type: 'recordFailure', params: ({ event }: { event: { error?: unknown } }) => ({ step, error: event.error }) } },
+  ] as const;
+}
+
+/** A durable wait until the next attempt (an invoked timer: XState does not restore `after`). */
+function backoff(id: string, then: string) {
+  return {
+    invoke: {
+      id,
+      src: 'sleepUntil',
+      input: ({ context }: { context: AgentContext }) => ({ at: context.nextAttemptAt ?? 0 }),
+      onDone: then,
+      // A timer that fails has still ended the wait: an unhandled actor error would crash the agent.
+      onError: then,
+    },
+  } as const;
 }
 
 /** What a task leaves behind once it is completed or skipped. */
