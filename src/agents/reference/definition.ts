@@ -7,7 +7,7 @@ import { sleepUntil } from '../../durable/sleep-until.js';
 import type { ChatMessage, LlmAnswer, LlmClient, LlmRequest } from '../../llm/client.js';
 import { AGENT_UPGRADES, createAgentMachine, DEFAULT_AGENT_DEFAULTS } from './machine.js';
 import { agentEventSchemas, agentInputSchema } from './schemas.js';
-import { runToolCalls, toolKey, toToolSpec, type CodeTool, type HttpPost } from './tools.js';
+import { runToolCalls, toToolSpec, type CodeTool, type HttpPost } from './tools.js';
 import type { AgentDefaults, EffectRequest, EffectResult, ToolResult, ToolsRequest } from './types.js';
 import { postWebhook } from './webhook.js';
 
@@ -66,7 +66,6 @@ export function effectKey(agentId: string, seq: number): string {
   return `${agentId}:${seq}`;
 }
 
-export { toolKey };
 
 /** Spawn input: the contract's schema, plus no HTTP tool shadowing a code tool, and URLs the outbound policy allows. */
 function inputSchemaFor(codeTools: ReadonlyMap<string, CodeTool>, outbound: OutboundPolicy) {
@@ -116,4 +115,3 @@ async function runSideEffect(input: EffectRequest, signal: AbortSignal, system: 
   return result;
 }
 
-export type { CodeTool };
