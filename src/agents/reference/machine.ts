@@ -78,19 +78,14 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
       }),
       takeNextTask: assign(({ context }) => {
         const [task, ...rest] = context.queue;
+        // A task starts from what the last one left behind, with its own exchange.
         return {
+          ...endOfTask,
           queue: rest,
           taken: context.taken + 1,
           current: { seq: context.taken + 1, task: task ?? '' },
           messages: [...context.conversation, { role: 'user' as const, content: task ?? '' }],
-          turn: 0,
-          answer: null,
-          pendingApprovals: [],
-          decisions: {},
-          taskUsage: NO_TOTALS,
-          attempt: 0,
           nextAttemptAt: null,
-          lastError: null,
         };
       }),
       countAttempt: assign({ attempt: ({ context }) => context.attempt + 1, nextAttemptAt: null }),
