@@ -8,11 +8,15 @@ import { tempDbFile } from '../helpers/temp.js';
 
 const CLI = [process.execPath, '--conditions=development', '--import', 'tsx', 'src/service/cli.ts'];
 
-/** Every variable the CLI reads (and colour hints), cleared: the flags and `env` given are the whole configuration. */
+/**
+ * Every variable the CLI reads, and the colour hints Node's `hasColors()` reads (`CI` alone means "no colours"
+ * to it, and CI machines set it), cleared: the flags and `env` given are the whole configuration.
+ */
 const READ_ENV = [
   'PORT', 'HOST', 'DURABLE_AGENTS_DB', 'DATABASE_URL', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'OPENAI_MODEL', 'LLM_TIMEOUT_MS',
   'MAX_ATTEMPTS', 'RETRY_BASE_MS', 'DURABLE_AGENTS_TOKEN', 'LEASE_MS', 'WEBHOOK_TIMEOUT_MS', 'LOG_LEVEL', 'LOG_FORMAT',
   'DURABLE_AGENTS_INSPECT', 'PASSIVATE_AFTER_MS', 'DURABLE_AGENTS_ALLOW_OUTBOUND', 'NO_COLOR', 'FORCE_COLOR',
+  'NODE_DISABLE_COLORS', 'CI',
 ];
 
 function cleanEnv(env: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
