@@ -51,6 +51,11 @@ const WORKLOADS: Record<string, { what: string; goal: string; steps: Step[] }> =
     goal: 'ratio ≥ 3.0 (as durable: group commit beats one commit per row)',
     steps: [{ script: 'postgres.ts' }],
   },
+  history: {
+    what: 'one agent, memory: conversation, 200 tasks of ~1 KB answers and a tool result each: bytes written per checkpoint as the conversation grows, store size over transcript size, restore time',
+    goal: 'bytesAt200 ≤ 1.5 × bytesAt10; storedOverTranscript ≤ 3; restoreMs ≤ 10',
+    steps: [{ script: 'history.ts' }],
+  },
   memory: {
     what: 'RSS per live agent (10,000 live); RSS with 100,000 passivated agents on disk vs 1,000',
     goal: '≤ 10 KB per live agent; passivatedRssRatio ≈ 1',
