@@ -3,8 +3,11 @@
 // (checkAddress), and postJson's connect-time check through a real server on 127.0.0.1 with a stub
 // resolver. No request ever goes to a non-loopback address: refused ones are refused before
 // connecting, and that is what these tests check.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, test } from 'vitest';
 import { InvalidInputError, OutboundNotAllowedError, StepError } from '../../src/core/errors.js';
 import { parseOutboundPolicy, type OutboundPolicy } from '../../src/core/outbound.js';
@@ -173,6 +176,8 @@ interface Local {
   port: number;
   requests: { host: string | undefined; headers: IncomingMessage['headers']; body: string }[];
   connections: number;
+  /** The server's side of each connection, in the order they came. */
+  sockets: Socket[];
 }
 
 let server: Server | undefined;
@@ -182,9 +187,11 @@ afterEach(async () => {
   server = undefined;
 });
 
+const answerOk = (res: ServerResponse) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+
 /** A server on 127.0.0.1 answering with `answer` (default: 200 JSON), recording what reached it. */
-async function startLocal(answer: (res: ServerResponse) => void = (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')): Promise<Local> {
-  const local: Local = { port: 0, requests: [], connections: 0 };
+async function startLocal(answer: (res: ServerResponse) => void = answerOk, keepAliveTimeoutMs?: number): Promise<Local> {
+  const local: Local = { port: 0, requests: [], connections: 0, sockets: [] };
   server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -193,14 +200,21 @@ async function startLocal(answer: (res: ServerResponse) => void = (res) => res.w
       answer(res);
     });
   });
-  server.on('connection', () => local.connections++);
+  if (keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = keepAliveTimeoutMs;
+  server.on('connection', (socket: Socket) => {
+    local.connections++;
+    local.sockets.push(socket);
+  });
   await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
   local.port = (server.address() as AddressInfo).port;
   return local;
 }
 
-/** `allowed.test` → 127.0.0.1, `rebind.test` → 169.254.169.254 (never connected to), `mixed.test` → both; records the names asked. */
-function stubResolver(): Resolver & { asked: string[] } {
+/**
+ * `allowed.test` → 127.0.0.1, `rebind.test` → 169.254.169.254 (never connected to), `mixed.test` → both;
+ * records the names asked. `table` may be changed, as DNS answers change.
+ */
+function stubResolver(): Resolver & { asked: string[]; table: Record<string, ResolvedAddress[]> } {
   const table: Record<string, ResolvedAddress[]> = {
     'allowed.test': [{ address: '127.0.0.1', family: 4 }],
     'rebind.test': [{ address: '169.254.169.254', family: 4 }],
@@ -216,7 +230,7 @@ function stubResolver(): Resolver & { asked: string[] } {
     if (!found) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
     return found;
   };
-  return Object.assign(resolve, { asked });
+  return Object.assign(resolve, { asked, table });
 }
 
 async function failure(promise: Promise<unknown>): Promise<StepError> {
@@ -326,5 +340,131 @@ describe('postJson', () => {
     const pending = failure(postJson(`http://127.0.0.1:${(server!.address() as AddressInfo).port}/`, { ...post, signal: caller.signal }));
     setTimeout(() => caller.abort(), 50);
     expect(await pending).toMatchObject({ kind: 'transient', code: 'webhook_unreachable' });
+  });
+});
+
+// --- kept-alive connections ----------------------------------------------------------------------
+
+describe('postJson keeps connections alive', () => {
+  test('consecutive POSTs to one server go over one connection, resolved and checked once', async () => {
+    const local = await startLocal();
+    const resolve = stubResolver();
+    const policy = parseOutboundPolicy('allowed.test');
+    for (let i = 0; i < 3; i++) expect((await postJson(`http://allowed.test:${local.port}/`, { ...post, policy, resolve })).text).toBe('{"ok":true}');
+    expect(local.requests).toHaveLength(3);
+    expect(local.connections).toBe(1);
+    expect(resolve.asked).toEqual(['allowed.test']);
+  });
+
+  test('a name that rebinds to a refused address is refused on the next new connection', async () => {
+    let hold: (res: ServerResponse) => void = () => undefined;
+    const held = new Promise<ServerResponse>((resolve) => (hold = resolve));
+    const local = await startLocal((res) => (local.requests.length === 3 ? hold(res) : answerOk(res)));
+    const resolve = stubResolver();
+    const url = `http://allowed.test:${local.port}/`;
+    await postJson(url, { ...post, resolve });
+    resolve.table['allowed.test'] = [{ address: '169.254.169.254', family: 4 }];
+    // The kept socket is still connected to 127.0.0.1, the address checked when it connected.
+    expect((await postJson(url, { ...post, resolve })).status).toBe(200);
+    expect(resolve.asked).toEqual(['allowed.test']);
+
+    // The kept socket is busy with the first (held) request, so the second needs a connection of its own.
+    const first = postJson(url, { ...post, resolve });
+    const second = await failure(postJson(url, { ...post, resolve }));
+    expect(second).toMatchObject({ kind: 'permanent', code: 'outbound_not_allowed' });
+    expect(second.message).toContain('it resolves to 169.254.169.254');
+    (await held).writeHead(200).end();
+    expect((await first).status).toBe(200);
+    expect(resolve.asked).toEqual(['allowed.test', 'allowed.test']);
+    expect(local.connections).toBe(1);
+  });
+
+  test('two policies, or two resolvers, never share a socket', async () => {
+    const local = await startLocal();
+    const url = `http://allowed.test:${local.port}/`;
+    const resolve = stubResolver();
+    const other = stubResolver();
+    // Equal lists, distinct policies: a socket belongs to the policy object it was checked under.
+    const [a, b] = [parseOutboundPolicy('allowed.test'), parseOutboundPolicy('allowed.test')];
+    for (let i = 0; i < 2; i++) {
+      await postJson(url, { ...post, policy: a, resolve });
+      await postJson(url, { ...post, policy: b, resolve });
+      await postJson(url, { ...post, policy: a, resolve: other });
+    }
+    expect(local.requests).toHaveLength(6);
+    expect(local.connections).toBe(3);
+    expect(resolve.asked).toEqual(['allowed.test', 'allowed.test']);
+    expect(other.asked).toEqual(['allowed.test']);
+  });
+
+  test('a kept socket the server closed while idle costs the next POST nothing: it goes out once, on a new connection', async () => {
+    const local = await startLocal();
+    const url = `http://127.0.0.1:${local.port}/`;
+    await postJson(url, post);
+    server!.closeIdleConnections();
+    await once(local.sockets[0]!, 'close');
+    // Sent at once, before this process has read the server's FIN: the request goes out on the closed
+    // socket and fails with "socket hang up" (ECONNRESET), and postJson sends it again on a new connection.
+    expect((await postJson(url, post)).text).toBe('{"ok":true}');
+    expect(local.connections).toBe(2);
+    expect(local.requests).toHaveLength(2);
+  });
+
+  test('an answer cut at maxResponseBytes, or not read at all, closes its connection instead of pooling it half-read', async () => {
+    const local = await startLocal((res) => {
+      if (local.requests.length === 3) return answerOk(res);
+      res.writeHead(200, { 'content-type': 'text/plain' }).write('x'.repeat(1_000)); // and never ends
+    });
+    const url = `http://127.0.0.1:${local.port}/`;
+    expect(await postJson(url, { ...post, maxResponseBytes: 100 })).toMatchObject({ text: 'x'.repeat(100), truncated: true });
+    await once(local.sockets[0]!, 'close');
+    expect(await postJson(url, { ...post, maxResponseBytes: 0 })).toMatchObject({ text: '', truncated: false });
+    await once(local.sockets[1]!, 'close');
+    // The next answer is read whole from a connection of its own, not from the rest of an earlier one.
+    expect(await postJson(url, post)).toMatchObject({ status: 200, text: '{"ok":true}' });
+    expect(local.connections).toBe(3);
+  });
+
+  test('an answer read whole past maxResponseBytes leaves nothing for the next answer to read', async () => {
+    const local = await startLocal((res) => {
+      if (local.requests.length === 2) return answerOk(res);
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('x'.repeat(10_000));
+    });
+    const url = `http://127.0.0.1:${local.port}/`;
+    expect(await postJson(url, { ...post, maxResponseBytes: 100 })).toMatchObject({ text: 'x'.repeat(100), truncated: true });
+    // Kept or closed (kept only when the whole answer had arrived), the next answer is its own.
+    expect(await postJson(url, post)).toMatchObject({ status: 200, text: '{"ok":true}' });
+  });
+
+  test('an idle socket is closed by us before the server announced it would close it', async () => {
+    // Node's server announces `Keep-Alive: timeout=2`; the client closes its idle socket a second before that.
+    const local = await startLocal(answerOk, 2_000);
+    await postJson(`http://127.0.0.1:${local.port}/`, post);
+    const socket = local.sockets[0]!;
+    let closedByClient = false;
+    socket.once('end', () => (closedByClient = true)); // the client's FIN; the server's own timeout destroys without one
+    await once(socket, 'close');
+    expect(closedByClient).toBe(true);
+  });
+
+  test('an idle kept socket does not keep the process alive', async () => {
+    const local = await startLocal();
+    const url = `http://127.0.0.1:${local.port}/`;
+    const module = fileURLToPath(new URL('../../src/core/outbound-fetch.ts', import.meta.url));
+    // The child posts twice (one kept connection), then lists what still holds its event loop, and must exit by itself.
+    const script = `
+      import { postJson } from ${JSON.stringify(module)};
+      const post = { step: 'tool', body: {}, timeoutMs: 5000 };
+      await postJson(${JSON.stringify(url)}, post);
+      await postJson(${JSON.stringify(url)}, post);
+      setImmediate(() => console.log(JSON.stringify(process.getActiveResourcesInfo())));`;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code).toBe(0);
+    expect(JSON.parse(output)).not.toContain('TCPSocketWrap');
+    expect(local.requests).toHaveLength(2);
+    expect(local.connections).toBe(1);
   });
 });
