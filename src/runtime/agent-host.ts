@@ -3,6 +3,8 @@
 import type { Actor, AnyActorRef, AnyEventObject, AnyMachineSnapshot, AnyStateMachine, InspectionEvent } from 'xstate';
 import { serializeError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
+import { CheckpointEncoder } from '../store/checkpoint-encoding.js';
+import type { SnapshotPart } from '../store/snapshot-parts.js';
 import type { ActionWrite, CheckpointBody, EventRecord, Write } from '../store/store.js';
 import { awaitsCommit, COMMITTED_EVENT } from '../durable/commit-barrier.js';
 import { createDurableActor, type TransitionSink } from './durable-machine.js';
@@ -41,7 +43,7 @@ export type LatestState = Pick<CommittedCheckpoint, 'state' | 'status' | 'progre
 type StartPoint =
   | { kind: 'fresh'; input: unknown }
   /** From a committed checkpoint: its seq, its snapshot as read by `readSnapshot`, its progress and time. */
-  | { kind: 'restore'; snapshot: PersistedSnapshotJson; seq: number; progress: number; at: string };
+  | { kind: 'restore'; snapshot: PersistedSnapshotJson; seq: number; progress: number; at: string; parts: readonly string[] };
 
 /**
  * One live agent: its actor, the ordered delivery of its inbox, and the chain of its checkpoints.
@@ -58,6 +60,8 @@ export class AgentHost implements TransitionSink {
   /** Children started and not yet finished; created on first use (most live agents are idle). */
   private childStarts: Map<string, { input: unknown; startedAt: number }> | undefined;
   private stopped = false;
+  /** This agent's snapshots as the store keeps them: what changed, the rest by reference (see snapshot-parts.ts). */
+  private readonly encoder = new CheckpointEncoder();
   /** Restored from a checkpoint (not fresh: a fresh actor's initial snapshot is seq 1 before it starts). */
   private readonly restored: boolean;
   /** The last committed checkpoint, for views. */
@@ -75,6 +79,8 @@ export class AgentHost implements TransitionSink {
     this.restored = from.kind === 'restore';
     this.delivered = inboxPosition;
     if (from.kind === 'restore') {
+      // The store holds the parts it restored from: the next checkpoints refer to them without writing them again.
+      this.encoder.knowStored(from.parts);
       // State and context from the snapshot itself: the checkpoint's state column is a copy of its value.
       const { snapshot, progress, at } = from;
       this.lastCommitted = { state: snapshot.value, status: 'active', progress, context: snapshot.context ?? null, at };
@@ -154,7 +160,9 @@ export class AgentHost implements TransitionSink {
 
   // --- TransitionSink -------------------------------------------------------------------------
 
-  onTransition(previous: AnyMachineSnapshot | undefined, next: AnyMachineSnapshot, event: AnyEventObject, persisted: string): void {
+  onTransition(previous: AnyMachineSnapshot | undefined, next: AnyMachineSnapshot, event: AnyEventObject, persistedSnapshot: unknown): void {
+    // First: it throws for a context JSON cannot hold, and then nothing of this transition may count.
+    const persisted = this.encoder.encode(persistedSnapshot, this.seq + 1);
     const seq = ++this.seq;
     const transitionAt = Date.now();
     const at = new Date(transitionAt).toISOString();
@@ -162,6 +170,7 @@ export class AgentHost implements TransitionSink {
     const progress = progressOf(next);
     const logged = previous ? this.actionFor(previous, event) : undefined;
     const action = logged?.action;
+    const parts = logged?.parts.length ? [...persisted.parts, ...logged.parts] : persisted.parts;
     const barrier = awaitsCommit(next);
     const commit = this.owner.commit({
       kind: 'checkpoint',
@@ -174,7 +183,10 @@ export class AgentHost implements TransitionSink {
       state: next.value,
       status,
       progress,
-      snapshot: persisted,
+      snapshot: persisted.text,
+      format: persisted.format,
+      ...(persisted.baseSeq !== undefined ? { baseSeq: persisted.baseSeq } : {}),
+      parts,
       resting: restsIn(next),
       actions: action ? [action] : [],
     });
@@ -249,7 +261,10 @@ export class AgentHost implements TransitionSink {
   }
 
   /** The action-log row for a transition caused by an invoked actor finishing (done or error). */
-  private actionFor(previous: AnyMachineSnapshot, event: AnyEventObject): { action: ActionWrite; actor: ActorDeclaration } | undefined {
+  private actionFor(
+    previous: AnyMachineSnapshot,
+    event: AnyEventObject,
+  ): { action: ActionWrite; actor: ActorDeclaration; parts: readonly SnapshotPart[] } | undefined {
     if (!event.type.startsWith('xstate.')) return undefined; // most events: skip the regex
     const match = /^xstate\.(done|error)\.actor\.(.+)$/.exec(event.type);
     if (!match) return undefined;
@@ -262,15 +277,20 @@ export class AgentHost implements TransitionSink {
     if (actor.kind === 'wait') return undefined;
     const ms = started ? Date.now() - started.startedAt : null;
     const attempt = (previous.context as { attempt?: unknown } | undefined)?.attempt;
-    const action: ActionWrite = {
-      action: src,
-      payload: { id: childId, input: started?.input ?? null, ...(typeof attempt === 'number' ? { attempt } : {}) },
-      result:
-        match[1] === 'done'
-          ? { ok: true, output: (event as { output?: unknown }).output ?? null, ms }
-          : { ok: false, error: toErrorData((event as { error?: unknown }).error), ms },
-    };
-    return { action, actor };
+    const payload = { id: childId, input: started?.input ?? null, ...(typeof attempt === 'number' ? { attempt } : {}) };
+    const result =
+      match[1] === 'done'
+        ? { ok: true, output: (event as { output?: unknown }).output ?? null, ms }
+        : { ok: false, error: toErrorData((event as { error?: unknown }).error), ms };
+    // An LLM call's input is the exchange so far, which the checkpoints hold as parts already: the
+    // action log refers to them instead of storing the exchange once per call.
+    const storedPayload = this.encoder.encodeValue(payload);
+    const storedResult = this.encoder.encodeValue(result);
+    const parts = [...storedPayload.parts, ...storedResult.parts];
+    // Both as references, or both plain: a row has one flag for the two.
+    const encoded = (storedPayload.encoded || storedResult.encoded) && !storedPayload.plainOnly && !storedResult.plainOnly;
+    const action: ActionWrite = { action: src, payload, result, ...(encoded ? { stored: { payload: storedPayload.text, result: storedResult.text } } : {}) };
+    return { action, actor, parts };
   }
 
   private fail(reason: 'commit' | 'actor', err: unknown): void {

@@ -25,8 +25,12 @@ import { agentOfSystem, registerAgentSystem, type DurableAgentHandle } from '../
 
 /** What a durable machine reports to, one per live agent. */
 export interface TransitionSink extends DurableAgentHandle {
-  /** A macrostep produced a new snapshot; `persisted` is the JSON to store. */
-  onTransition(previous: AnyMachineSnapshot | undefined, next: AnyMachineSnapshot, event: AnyEventObject, persisted: string): void;
+  /**
+   * A macrostep produced a new snapshot; `persisted` is `getPersistedSnapshot(next)`. Called inside
+   * `transition`: what it throws (a context JSON cannot hold) puts this one actor in error, which
+   * its host reports and isolates, instead of storing something that cannot be restored.
+   */
+  onTransition(previous: AnyMachineSnapshot | undefined, next: AnyMachineSnapshot, event: AnyEventObject, persisted: unknown): void;
   /** An event changed nothing (XState returns the same snapshot object). */
   onIgnored(event: AnyEventObject): void;
   /** Resolves when the invoking checkpoint is committed; rejects if it never will be. */
@@ -71,7 +75,7 @@ export function makeDurable<T extends AnyStateMachine>(machine: T): T {
       const snapshot = base.getInitialSnapshot(scope as never, input as never) as AnyMachineSnapshot;
       const sink = sinkOf(scope);
       if (sink && snapshot.status !== 'error') {
-        sink.onTransition(undefined, snapshot, { type: 'xstate.init' }, persist(base, snapshot));
+        sink.onTransition(undefined, snapshot, { type: 'xstate.init' }, base.getPersistedSnapshot(snapshot));
       }
       return snapshot;
     },
@@ -82,16 +86,10 @@ export function makeDurable<T extends AnyStateMachine>(machine: T): T {
       // persisted `stopped` snapshot restores as a dead actor.
       if (!sink || event.type === 'xstate.stop') return next;
       if (next === snapshot) sink.onIgnored(event);
-      else sink.onTransition(snapshot, next, event, persist(base, next));
+      else sink.onTransition(snapshot, next, event, base.getPersistedSnapshot(next));
       return next;
     },
   });
-}
-
-function persist(machine: AnyStateMachine, snapshot: AnyMachineSnapshot): string {
-  // Throws on a cyclic or BigInt context; inside `transition` that puts this one actor in error,
-  // which its host reports and isolates, instead of storing something that cannot be restored.
-  return JSON.stringify(machine.getPersistedSnapshot(snapshot));
 }
 
 function gateStart(logic: AnyActorLogic): AnyActorLogic {

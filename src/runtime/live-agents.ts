@@ -83,7 +83,10 @@ export class LiveAgents implements HostOwner {
     let host: AgentHost;
     try {
       const from = checkpoint
-        ? { kind: 'restore' as const, snapshot: readSnapshot(checkpoint, machine), seq: checkpoint.seq, progress: checkpoint.progress, at: checkpoint.createdAt }
+        ? {
+            kind: 'restore' as const, snapshot: readSnapshot(checkpoint, machine), seq: checkpoint.seq, progress: checkpoint.progress,
+            at: checkpoint.createdAt, parts: checkpoint.parts ?? [],
+          }
         : { kind: 'fresh' as const, input: agent.input };
       host = new AgentHost(agent.id, agent.createdAt, machine, this, from, agent.inboxPosition);
       this.hosts.set(agent.id, host);

@@ -1,5 +1,7 @@
 /** The SQL stores' rows (SQLite and Postgres have the same tables) and their conversion into the Store's records. */
 import { InvalidInputError, type SerializedError } from '../core/errors.js';
+import { applyDeltas, type CheckpointFormat } from './checkpoint-encoding.js';
+import { withParts, type PartLoader } from './snapshot-parts.js';
 import type { ActionRecord, AgentRecord, AgentStatus, CheckpointRecord, CheckpointSummary, EffectRecord, EventRecord, InboxEvent, RestorableAgent } from './store.js';
 
 export interface AgentRow {
@@ -27,14 +29,53 @@ export interface CheckpointRow {
   status: string;
   progress: number;
   snapshot: string;
+  /** How the snapshot is written: `FORMAT_CODES`. */
+  encoded: number;
+  base_seq: number | null;
   created_at: string;
 }
 
 /** A row of `RESTORABLE` (sql/restorable.ts): the `c_` columns are null when the agent has no checkpoint yet. */
 export type RestorableRow = Pick<AgentRow, 'id' | 'machine' | 'inbox_position' | 'event_seq' | 'created_at'> & {
   input: string | null; c_seq: number | null; c_machine_version: string; c_event_type: string;
-  c_progress: number; c_snapshot: string; c_created_at: string;
+  c_progress: number; c_snapshot: string; c_encoded: number | null; c_base_seq: number | null; c_created_at: string;
 };
+
+/** The `encoded` column of a checkpoint row. */
+const FORMAT_CODES: Record<CheckpointFormat, number> = { json: 0, parts: 1, delta: 2 };
+
+export function formatCode(format: CheckpointFormat | undefined): number {
+  return FORMAT_CODES[format ?? 'json'];
+}
+
+/** What reading stored checkpoints back needs of a store besides the row itself. */
+export interface StoredReader {
+  parts: PartLoader;
+  /** The snapshot texts of the agent's checkpoints `from` … `to`, in seq order (those that exist). */
+  chain(agentId: string, from: number, to: number): Promise<readonly string[]> | readonly string[];
+}
+
+/**
+ * A checkpoint's whole snapshot from its row's `snapshot`, `encoded` and `base_seq`, and the
+ * hashes of the parts it took. Throws when something it needs is not stored (the caller reports
+ * state corruption).
+ */
+export async function wholeSnapshot(
+  agentId: string,
+  seq: number,
+  row: { snapshot: string; encoded: number | null; baseSeq: number | null },
+  reader: StoredReader,
+): Promise<{ text: string; parts: string[] }> {
+  if (!row.encoded) return { text: row.snapshot, parts: [] };
+  let skeleton = row.snapshot;
+  if (row.encoded === FORMAT_CODES.delta) {
+    const base = row.baseSeq ?? seq;
+    const chain = await reader.chain(agentId, base, seq - 1);
+    if (chain.length !== seq - base) throw new Error(`its checkpoint ${seq} is a delta whose chain from checkpoint ${base} is not all stored`);
+    skeleton = applyDeltas(chain[0]!, [...chain.slice(1), row.snapshot]);
+  }
+  return withParts(agentId, skeleton, reader.parts);
+}
 
 export function toAgent(r: AgentRow): AgentRecord {
   return {
@@ -53,7 +94,60 @@ export function toAgent(r: AgentRow): AgentRecord {
   };
 }
 
-export function toRestorable(r: RestorableRow): RestorableAgent {
+/**
+ * Restorable agents from their rows, each snapshot whole. One whose snapshot cannot be put back
+ * together keeps the stored text, which restoring then refuses, quarantining only that agent.
+ */
+export async function toRestorables(rows: readonly RestorableRow[], reader: StoredReader): Promise<RestorableAgent[]> {
+  const agents: RestorableAgent[] = [];
+  for (const row of rows) {
+    const agent = toRestorable(row);
+    if (agent.checkpoint && row.c_encoded) {
+      try {
+        const { text, parts } = await wholeSnapshot(row.id, agent.checkpoint.seq, { snapshot: row.c_snapshot, encoded: row.c_encoded, baseSeq: row.c_base_seq }, reader);
+        agent.checkpoint = { ...agent.checkpoint, snapshot: text, parts };
+      } catch (err) {
+        agent.checkpoint = { ...agent.checkpoint, snapshot: unreadable(err) };
+      }
+    }
+    agents.push(agent);
+  }
+  return agents;
+}
+
+/** Not JSON, on purpose: restoring it fails with the reason in the message. */
+function unreadable(err: unknown): string {
+  return `unreadable: ${(err as Error).message}`;
+}
+
+/** A checkpoint from its row, its snapshot whole. */
+export async function toWholeCheckpoint(r: CheckpointRow, reader: StoredReader): Promise<CheckpointRecord> {
+  const checkpoint = toCheckpoint(r);
+  if (r.encoded) {
+    try {
+      checkpoint.snapshot = (await wholeSnapshot(r.agent_id, r.seq, { snapshot: r.snapshot, encoded: r.encoded, baseSeq: r.base_seq }, reader)).text;
+    } catch (err) {
+      checkpoint.snapshot = unreadable(err);
+    }
+  }
+  return checkpoint;
+}
+
+/** Actions from their rows, their payloads and results put back together from the agent's parts. */
+export async function toWholeActions(agentId: string, rows: readonly ActionRow[], load: PartLoader): Promise<ActionRecord[]> {
+  const actions: ActionRecord[] = [];
+  for (const row of rows) {
+    if (!row.encoded) {
+      actions.push(toAction(row));
+      continue;
+    }
+    const whole = async (text: string | null) => (text === null ? null : (await withParts(agentId, text, load)).text);
+    actions.push(toAction({ ...row, payload: await whole(row.payload), result: await whole(row.result) }));
+  }
+  return actions;
+}
+
+function toRestorable(r: RestorableRow): RestorableAgent {
   return {
     agent: {
       id: r.id,
@@ -87,9 +181,9 @@ export function toCheckpoint(r: CheckpointRow): CheckpointRecord {
   };
 }
 
-export type CheckpointSummaryRow = Omit<CheckpointRow, 'agent_id' | 'machine_version' | 'snapshot'>;
+export type CheckpointSummaryRow = Omit<CheckpointRow, 'agent_id' | 'machine_version' | 'snapshot' | 'encoded'>;
 export interface EventRow { agent_id: string; seq: number; body: string; idempotency_key: string | null; created_at: string }
-export interface ActionRow { seq: number; action: string; payload: string | null; result: string | null; created_at: string }
+export interface ActionRow { seq: number; action: string; payload: string | null; result: string | null; encoded?: number | boolean; created_at: string }
 export interface EffectRow { idempotency_key: string; agent_id: string; seq: number; result: string | null; created_at: string }
 
 export function toCheckpointSummary(r: CheckpointSummaryRow): CheckpointSummary {

@@ -11,6 +11,8 @@
  * await store.commit([{ kind: 'checkpoint', ... }]); // one transaction for the whole batch
  */
 import type { SerializedError } from '../core/errors.js';
+import type { CheckpointFormat } from './checkpoint-encoding.js';
+import type { SnapshotPart } from './snapshot-parts.js';
 
 export const AGENT_STATUSES = ['active', 'done', 'error', 'stopped'] as const;
 export type AgentStatus = (typeof AGENT_STATUSES)[number];
@@ -78,6 +80,12 @@ export interface ActionWrite {
   action: string;
   payload: unknown;
   result: unknown;
+  /**
+   * `payload` and `result` as the store keeps them, holding references to the agent's parts (an
+   * LLM call's input refers to the exchange the checkpoints already hold); their parts come with
+   * the checkpoint's `parts`. Without it, the values' plain JSON is stored.
+   */
+  stored?: { payload: string; result: string };
 }
 
 export interface EffectWrite {
@@ -94,6 +102,12 @@ export type Write =
       inboxPosition: number;
       createdAt: string;
       actions: ActionWrite[];
+      /** How `snapshot` is written (checkpoint-encoding.ts); default `json`, the plain JSON. */
+      format?: CheckpointFormat;
+      /** For a `delta`: the full checkpoint its chain starts from. */
+      baseSeq?: number;
+      /** Parts the snapshot or the actions refer to that the store may not hold yet (kept once per agent and hash). */
+      parts?: readonly SnapshotPart[];
     } & CheckpointBody)
   /** An inbox event the machine ignored: consumed, but no new checkpoint. */
   | { kind: 'consume'; agentId: string; inboxPosition: number; at: string }
@@ -127,6 +141,7 @@ export interface CheckpointSummary {
 export interface CheckpointRecord extends CheckpointSummary {
   agentId: string;
   machineVersion: string;
+  /** The whole snapshot's JSON (put back together from its parts). */
   snapshot: string;
 }
 
@@ -176,7 +191,10 @@ export interface RestorableAgent {
   checkpoint: RestorableCheckpoint | undefined;
 }
 
-export type RestorableCheckpoint = Omit<CheckpointRecord, 'state' | 'status'>;
+export type RestorableCheckpoint = Omit<CheckpointRecord, 'state' | 'status'> & {
+  /** Hashes of the stored parts its snapshot was put together from: a new checkpoint need not write them again. */
+  parts?: readonly string[];
+};
 
 export type AppendResult = { seq: number; duplicate: boolean };
 

@@ -28,6 +28,7 @@ import {
 } from './crash-harness.js';
 import type { CommittedTurn } from './crash-tools.js';
 import type { WorkerMessage } from './crash-worker.js';
+import { wholeActionFrom, type StoredAction, type WholeAction } from './stored-actions.js';
 
 const WORKERS = Number(process.env.CRASH_PG_WORKERS ?? 3);
 const KILLS = Number(process.env.CRASH_PG_KILLS ?? 12);
@@ -36,31 +37,29 @@ const KILLS = Number(process.env.CRASH_PG_KILLS ?? 12);
 // machine does not end a live worker's lease (the test fails on any lease-lost warning).
 const LEASE_MS = 2000;
 
+/** The committed LLM calls (of one agent, or all), put back together from the agents' parts. */
+async function callsOf(pool: pg.Pool, agentId?: string): Promise<WholeAction[]> {
+  const where = agentId === undefined ? '' : 'and agent_id = $1';
+  const params = agentId === undefined ? [] : [agentId];
+  const { rows } = await pool.query<StoredAction>(`select agent_id, payload, result, encoded from actions where action = 'callLlm' ${where}`, params);
+  const parts = await pool.query<{ agent_id: string; hash: string; body: string }>(
+    `select agent_id, hash, body from snapshot_parts where true ${where}`,
+    params,
+  );
+  const bodies = new Map(parts.rows.map((p) => [`${p.agent_id}/${p.hash}`, p.body]));
+  return rows.map((row) => wholeActionFrom(row, bodies));
+}
+
 /** Reads of the shared schema, on a few connections kept open (a delivery's check starts at once). */
 function postgresDb(pool: pg.Pool): CrashDb {
   return {
-    answerCommitted: async (agentId, response) =>
-      (
-        await pool.query(`select 1 from actions where agent_id = $1 and action = 'callLlm' and (result::jsonb -> 'output' ->> 'content') = $2`, [
-          agentId,
-          response,
-        ])
-      ).rowCount! > 0,
+    answerCommitted: async (agentId, response) => (await callsOf(pool, agentId)).some((a) => a.result?.output?.content === response),
     toolCallCommitted: async (agentId, callId) =>
-      (
-        await pool.query(
-          `select 1 from actions cross join lateral jsonb_array_elements(result::jsonb -> 'output' -> 'toolCalls') as call
-           where agent_id = $1 and action = 'callLlm' and call ->> 'id' = $2`,
-          [agentId, callId],
-        )
-      ).rowCount! > 0,
+      (await callsOf(pool, agentId)).some((a) => a.result?.output?.toolCalls?.some((call) => call.id === callId) === true),
     committedTurns: async () =>
-      (
-        await pool.query<{ agent_id: string; messages: CommittedTurn['messages']; answer: CommittedTurn['answer'] }>(
-          `select agent_id, payload::jsonb -> 'input' -> 'messages' as messages, result::jsonb -> 'output' as answer from actions
-           where action = 'callLlm' and (result::jsonb ->> 'ok')::boolean`,
-        )
-      ).rows.map((r) => ({ agentId: r.agent_id, messages: r.messages, answer: r.answer })),
+      (await callsOf(pool))
+        .filter((a) => a.result?.ok === true)
+        .map((a) => ({ agentId: a.agentId, messages: a.payload!.input!.messages as CommittedTurn['messages'], answer: a.result!.output as CommittedTurn['answer'] })),
     effects: async () =>
       (
         await pool.query<{ key: string; agent_id: string; seq: number; result: string | null }>(

@@ -6,6 +6,7 @@
  */
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
+import { wholeAction, type StoredAction, type WholeAction } from './stored-actions.js';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { tempDbFile } from '../helpers/temp.js';
 import { CommittedTurns, expectGuarantees, figuresLine } from './crash-checks.js';
@@ -25,6 +26,15 @@ import type { CommittedTurn } from './crash-tools.js';
 
 const KILLS = Number(process.env.CRASH_KILLS ?? 24);
 
+/** The committed LLM calls (of one agent, or all), put back together from the agent's parts. */
+function callsOf(conn: Database.Database, agentId?: string): WholeAction[] {
+  const rows = conn
+    .prepare(`select agent_id, payload, result, encoded from actions where action = 'callLlm' ${agentId === undefined ? '' : 'and agent_id = ?'}`)
+    .all(...(agentId === undefined ? [] : [agentId])) as StoredAction[];
+  const part = conn.prepare('select body from snapshot_parts where agent_id = ? and hash = ?').pluck();
+  return rows.map((row) => wholeAction(row, (id, hash) => part.get(id, hash) as string | undefined));
+}
+
 /** Reads of the worker's SQLite file, each on a connection of its own (the worker may be mid-write). */
 function sqliteDb(file: string): CrashDb {
   const read = <T>(query: (conn: Database.Database) => T, empty: T): T => {
@@ -38,35 +48,15 @@ function sqliteDb(file: string): CrashDb {
   };
   return {
     answerCommitted: (agentId, response) =>
-      read(
-        (conn) =>
-          conn
-            .prepare(`select 1 from actions where agent_id = ? and action = 'callLlm' and json_extract(result, '$.output.content') = ?`)
-            .get(agentId, response) !== undefined,
-        false,
-      ),
+      read((conn) => callsOf(conn, agentId).some((a) => a.result?.output?.content === response), false),
     toolCallCommitted: (agentId, callId) =>
-      read(
-        (conn) =>
-          conn
-            .prepare(
-              `select 1 from actions, json_each(actions.result, '$.output.toolCalls') as call
-               where actions.agent_id = ? and actions.action = 'callLlm' and json_extract(call.value, '$.id') = ?`,
-            )
-            .get(agentId, callId) !== undefined,
-        false,
-      ),
+      read((conn) => callsOf(conn, agentId).some((a) => a.result?.output?.toolCalls?.some((call) => call.id === callId) === true), false),
     committedTurns: async () =>
       read(
         (conn) =>
-          (
-            conn
-              .prepare(
-                `select agent_id, json_extract(payload, '$.input.messages') as messages, json_extract(result, '$.output') as answer from actions
-                 where action = 'callLlm' and json_extract(result, '$.ok') = 1`,
-              )
-              .all() as { agent_id: string; messages: string; answer: string }[]
-          ).map((r) => ({ agentId: r.agent_id, messages: JSON.parse(r.messages) as CommittedTurn['messages'], answer: JSON.parse(r.answer) as CommittedTurn['answer'] })),
+          callsOf(conn)
+            .filter((a) => a.result?.ok === true)
+            .map((a) => ({ agentId: a.agentId, messages: a.payload!.input!.messages as CommittedTurn['messages'], answer: a.result!.output as CommittedTurn['answer'] })),
         [],
       ),
     effects: async () =>

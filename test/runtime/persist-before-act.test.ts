@@ -30,20 +30,22 @@ describe('persist, then act', () => {
   });
 
   it('sends the effect only once the answer is in a committed checkpoint', async () => {
-    const answersCommittedAtDelivery: boolean[] = [];
+    const answersCommittedAtDelivery: Promise<boolean>[] = [];
     sink = await startWebhookSink({
       onDelivery: ({ body }) => {
         const { response } = body as { response: string };
-        const row = t!.store.db
-          .prepare(`select 1 from checkpoints where agent_id = 'a1' and state = '"persisted"' and json_extract(snapshot, '$.context.answer') = ?`)
-          .get(response);
-        answersCommittedAtDelivery.push(row !== undefined);
+        // The rows committed when the webhook arrives (read now), put back together by the store.
+        const persisted = t!.store.db.prepare(`select seq from checkpoints where agent_id = 'a1' and state = '"persisted"'`).pluck().all() as number[];
+        const checkpoints = persisted.map((seq) => t!.store.getCheckpoint('a1', seq));
+        answersCommittedAtDelivery.push(
+          Promise.all(checkpoints).then((found) => found.some((c) => (JSON.parse(c!.snapshot) as { context: { answer: unknown } }).context.answer === response)),
+        );
       },
     });
     t = await startRuntime();
     await t.runtime.spawn('agent', { id: 'a1', input: { tasks: ['t1', 't2', 't3'], webhook: sink.url } });
     await waitForView(t.runtime, 'a1', isIdleWithProgress(3));
-    expect(answersCommittedAtDelivery).toEqual([true, true, true]);
+    expect(await Promise.all(answersCommittedAtDelivery)).toEqual([true, true, true]);
   });
 
   it('never calls the LLM again for a task whose answer is in a committed checkpoint, from whichever checkpoint it restarts', async () => {

@@ -18,7 +18,7 @@ describe('SQLite store files', () => {
     expect(fs.existsSync(file)).toBe(true);
     const db = new Database(file, { readonly: true });
     const tables = (db.prepare(`select name from sqlite_master where type = 'table' order by name`).all() as { name: string }[]).map((t) => t.name);
-    expect(tables).toEqual(['actions', 'agent_inputs', 'agents', 'checkpoints', 'effects', 'events', 'schema_migrations']);
+    expect(tables).toEqual(['actions', 'agent_inputs', 'agents', 'checkpoints', 'effects', 'events', 'schema_migrations', 'snapshot_parts']);
     expect(db.prepare('select id, name from schema_migrations').all()).toEqual(migrations.map(({ id, name }) => ({ id, name })));
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
     db.close();

@@ -16,6 +16,8 @@ import type {
   Write,
   WriteResult,
 } from '../store.js';
+import type { CheckpointFormat } from '../checkpoint-encoding.js';
+import { formatCode, wholeSnapshot, type StoredReader } from '../rows.js';
 import { planWrites, type AgentRead, type WritePlan } from '../write-plan.js';
 
 interface AgentData {
@@ -23,7 +25,9 @@ interface AgentData {
   resting: boolean;
   record: AgentRecord;
   input: unknown;
-  checkpoints: CheckpointRecord[];
+  /** As written: an encoded snapshot is put back together from `parts` (and its chain) when read, as SQL stores do. */
+  checkpoints: (CheckpointRecord & { format?: CheckpointFormat; baseSeq?: number })[];
+  parts: Map<string, string>;
   events: EventRecord[];
   actions: ActionRecord[];
 }
@@ -59,7 +63,7 @@ export class MemoryStore implements Store {
       updatedAt: agent.createdAt,
     };
     const checkpoints = first ? [{ ...first, state: copy(first.state), agentId: agent.id, seq: 1, createdAt: agent.createdAt }] : [];
-    this.agents.set(agent.id, { pos: this.nextPos++, resting: false, record, input: copy(agent.input ?? {}), checkpoints, events: [], actions: [] });
+    this.agents.set(agent.id, { pos: this.nextPos++, resting: false, record, input: copy(agent.input ?? {}), checkpoints, parts: new Map(), events: [], actions: [] });
     return { agent: rowCopy(record), created: true };
   }
 
@@ -122,9 +126,10 @@ export class MemoryStore implements Store {
       const data = this.agents.get(w.agentId)!;
       const state: unknown = JSON.parse(text);
       states.set(w.agentId, state);
+      for (const part of w.parts ?? []) if (!data.parts.has(part.hash)) data.parts.set(part.hash, part.body);
       data.checkpoints.push({
         agentId: w.agentId, seq: w.seq, machineVersion: w.machineVersion, eventType: w.eventType,
-        state, status: w.status, progress: w.progress, snapshot: w.snapshot, createdAt: w.createdAt,
+        state, status: w.status, progress: w.progress, snapshot: w.snapshot, format: w.format, baseSeq: w.baseSeq, createdAt: w.createdAt,
       });
       for (const a of w.actions) {
         // As a SQL store reads it back: JSON cannot hold `undefined`, so it is null.
@@ -159,7 +164,9 @@ export class MemoryStore implements Store {
 
   async getCheckpoint(agentId: string, seq: number) {
     const found = this.agents.get(agentId)?.checkpoints.find((c) => c.seq === seq);
-    return found && { ...found, state: copy(found.state) };
+    if (!found) return undefined;
+    const { format: _format, baseSeq: _baseSeq, ...checkpoint } = found;
+    return { ...checkpoint, state: copy(found.state), snapshot: (await this.whole(found)).text };
   }
 
   async listActions(agentId: string, options: HistoryOptions = {}): Promise<ActionRecord[]> {
@@ -172,15 +179,16 @@ export class MemoryStore implements Store {
   }
 
   async loadActiveAgents(options: { skipResting?: boolean } = {}): Promise<RestorableAgent[]> {
-    return [...this.agents.values()]
+    const agents = [...this.agents.values()]
       .filter((a) => a.record.status === 'active')
       .filter((a) => !options.skipResting || !a.resting || a.record.eventSeq > a.record.inboxPosition)
-      .map(restorable);
+      .map((a) => this.restorable(a));
+    return Promise.all(agents);
   }
 
   async loadRestorable(id: string): Promise<RestorableAgent | undefined> {
     const data = this.agents.get(id);
-    return data?.record.status === 'active' ? restorable(data) : undefined;
+    return data?.record.status === 'active' ? this.restorable(data) : undefined;
   }
 
   async stats(): Promise<StoreStats> {
@@ -194,6 +202,27 @@ export class MemoryStore implements Store {
   }
 
   async close(): Promise<void> {}
+
+  private readonly reader: StoredReader = {
+    parts: (agentId) => this.agents.get(agentId)?.parts ?? new Map(),
+    chain: (agentId, from, to) => (this.agents.get(agentId)?.checkpoints ?? []).filter((c) => c.seq >= from && c.seq <= to).map((c) => c.snapshot),
+  };
+
+  private whole(checkpoint: AgentData['checkpoints'][number]): Promise<{ text: string; parts: string[] }> {
+    const row = { snapshot: checkpoint.snapshot, encoded: formatCode(checkpoint.format), baseSeq: checkpoint.baseSeq ?? null };
+    return wholeSnapshot(checkpoint.agentId, checkpoint.seq, row, this.reader);
+  }
+
+  private async restorable(data: AgentData): Promise<RestorableAgent> {
+    const { record, input, checkpoints } = data;
+    const checkpoint = checkpoints.find((c) => c.seq === record.lastSeq);
+    const { id, machine, inboxPosition, eventSeq, createdAt } = record;
+    const agent = { id, machine, inboxPosition, eventSeq, createdAt, ...(checkpoint ? {} : { input: copy(input) }) };
+    if (!checkpoint) return { agent, checkpoint: undefined };
+    const { state: _state, status: _status, format: _format, baseSeq: _baseSeq, ...restorableCheckpoint } = checkpoint;
+    const { text, parts } = await this.whole(checkpoint);
+    return { agent, checkpoint: { ...copy(restorableCheckpoint), snapshot: text, ...(parts.length > 0 ? { parts } : {}) } };
+  }
 }
 
 /** An agent row for a caller: its state is shared with the last checkpoint, so it is copied too. */
@@ -201,14 +230,7 @@ function rowCopy(record: AgentRecord): AgentRecord {
   return { ...record, state: copy(record.state) };
 }
 
-function restorable({ record, input, checkpoints }: AgentData): RestorableAgent {
-  const checkpoint = checkpoints.find((c) => c.seq === record.lastSeq);
-  const { id, machine, inboxPosition, eventSeq, createdAt } = record;
-  const agent = { id, machine, inboxPosition, eventSeq, createdAt, ...(checkpoint ? {} : { input: copy(input) }) };
-  if (!checkpoint) return { agent, checkpoint: undefined };
-  const { state: _state, status: _status, ...restorableCheckpoint } = checkpoint;
-  return { agent, checkpoint: copy(restorableCheckpoint) };
-}
+
 
 function newest<T>(rows: readonly T[], options: HistoryOptions): readonly T[] {
   return options.newest === undefined ? rows : options.newest === 0 ? [] : rows.slice(-options.newest);

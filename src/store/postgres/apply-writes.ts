@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { ActionWrite, Write, WriteResult } from '../store.js';
-import { json } from '../rows.js';
+import { formatCode, json } from '../rows.js';
 import {
   planWrites, type AcceptedEvent, type AgentAfter, type AgentRead, type AppliedCheckpoint, type WriteOf,
   type WritePlan,
@@ -98,6 +98,8 @@ async function writePlan(client: pg.ClientBase, plan: WritePlan, channel: string
   const statement = new Statement();
   if (plan.agents.length > 0) statement.with('moved', updateAgents(statement, plan.agents));
   if (plan.checkpoints.length > 0) statement.with('checkpointed', insertCheckpoints(statement, plan.checkpoints));
+  const parts = newParts(plan.checkpoints);
+  if (parts.length > 0) statement.with('parted', insertParts(statement, parts));
   const actions = plan.checkpoints.flatMap(({ write }) => write.actions.map((action) => ({ checkpoint: write, action })));
   if (actions.length > 0) statement.with('acted', insertActions(statement, actions));
   if (plan.events.length > 0) statement.with('appended', insertEvents(statement, plan.events));
@@ -156,8 +158,46 @@ function insertCheckpoints(statement: Statement, checkpoints: readonly AppliedCh
     ['status', 'text', writes.map((w) => w.status)],
     ['progress', 'double precision', writes.map((w) => w.progress)],
     ['snapshot', 'text', writes.map((w) => w.snapshot)],
+    ['encoded', 'smallint', writes.map((w) => formatCode(w.format))],
+    ['base_seq', 'bigint', writes.map((w) => w.baseSeq)],
     ['created_at', 'text', writes.map((w) => w.createdAt)],
   ]);
+}
+
+interface NewPart {
+  agentId: string;
+  seq: number;
+  hash: string;
+  body: string;
+}
+
+/** The batch's parts, each once: one statement may not insert a row twice, even `on conflict do nothing`'s. */
+function newParts(checkpoints: readonly AppliedCheckpoint[]): NewPart[] {
+  const seen = new Set<string>();
+  const parts: NewPart[] = [];
+  for (const { write } of checkpoints) {
+    for (const { hash, body } of write.parts ?? []) {
+      const key = `${write.agentId}\u0000${hash}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      parts.push({ agentId: write.agentId, seq: write.seq, hash, body });
+    }
+  }
+  return parts;
+}
+
+/** A part the agent already has (written by an earlier batch, or before a takeover) stays as it is: same hash, same body. */
+function insertParts(statement: Statement, parts: readonly NewPart[]): string {
+  return statement.insert(
+    'snapshot_parts',
+    [
+      ['agent_id', 'text', parts.map((p) => p.agentId)],
+      ['hash', 'text', parts.map((p) => p.hash)],
+      ['seq', 'bigint', parts.map((p) => p.seq)],
+      ['body', 'text', parts.map((p) => p.body)],
+    ],
+    'on conflict do nothing',
+  );
 }
 
 function insertActions(statement: Statement, actions: readonly { checkpoint: WriteOf<'checkpoint'>; action: ActionWrite }[]): string {
@@ -165,8 +205,9 @@ function insertActions(statement: Statement, actions: readonly { checkpoint: Wri
     ['agent_id', 'text', actions.map((a) => a.checkpoint.agentId)],
     ['seq', 'bigint', actions.map((a) => a.checkpoint.seq)],
     ['action', 'text', actions.map((a) => a.action.action)],
-    ['payload', 'text', actions.map((a) => json(a.action.payload))],
-    ['result', 'text', actions.map((a) => json(a.action.result))],
+    ['payload', 'text', actions.map((a) => a.action.stored?.payload ?? json(a.action.payload))],
+    ['result', 'text', actions.map((a) => a.action.stored?.result ?? json(a.action.result))],
+    ['encoded', 'boolean', actions.map((a) => a.action.stored !== undefined)],
     ['created_at', 'text', actions.map((a) => a.checkpoint.createdAt)],
   ]);
 }

@@ -7,7 +7,7 @@
 import type pg from 'pg';
 import type { AgentChange, Ownership, RestorableAgent } from '../store.js';
 import type { InboxListener } from './inbox-listener.js';
-import { toRestorable, type RestorableRow } from '../rows.js';
+import { toRestorables, type RestorableRow, type StoredReader } from '../rows.js';
 import { RESTORABLE, WORKING } from '../sql/restorable.js';
 
 /**
@@ -29,6 +29,7 @@ export class PostgresLeases implements Ownership {
     private readonly listener: InboxListener,
     readonly processId: string,
     readonly leaseMs: number,
+    private readonly reader: StoredReader,
   ) {}
 
   async renew(): Promise<boolean> {
@@ -106,6 +107,6 @@ export class PostgresLeases implements Ownership {
       `${RESTORABLE} where a.id = any($1::text[]) and a.status = 'active' order by a.pos`,
       [ids],
     );
-    return rows.map(toRestorable);
+    return toRestorables(rows, this.reader);
   }
 }

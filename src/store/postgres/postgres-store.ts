@@ -27,10 +27,10 @@ import { migrate } from './migrations.js';
 import {
   parseOr,
   toAgent,
-  toCheckpoint,
-  toRestorable,
-  toAction,
   toCheckpointSummary,
+  toRestorables,
+  toWholeActions,
+  toWholeCheckpoint,
   toEffect,
   toEvent,
   type ActionRow,
@@ -39,8 +39,10 @@ import {
   type CheckpointSummaryRow,
   type EffectRow,
   type EventRow,
+  type StoredReader,
   type RestorableRow,
 } from '../rows.js';
+import { postgresReader } from './parts.js';
 import { listAgentsQuery, toAgentPage } from '../sql/agent-list.js';
 import { postgresDialect } from '../sql/dialect.js';
 import { historyQuery } from '../sql/history.js';
@@ -116,6 +118,7 @@ async function currentSchema(client: pg.ClientBase): Promise<string> {
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   readonly leases: PostgresLeases;
+  private readonly reader: StoredReader;
   private closing: Promise<void> | undefined;
   private readonly commits = new CommitQueue((writes) => {
     const context = { processId: this.leases.processId, channel: this.listener.channel };
@@ -130,7 +133,8 @@ export class PostgresStore implements Store {
     processId: string,
     leaseMs: number,
   ) {
-    this.leases = new PostgresLeases(pool, listener, processId, leaseMs);
+    this.reader = postgresReader(pool);
+    this.leases = new PostgresLeases(pool, listener, processId, leaseMs, this.reader);
   }
 
   /**
@@ -206,13 +210,13 @@ export class PostgresStore implements Store {
 
   async getCheckpoint(agentId: string, seq: number) {
     const { rows: [row] } = await this.pool.query<CheckpointRow>('select * from checkpoints where agent_id = $1 and seq = $2', [agentId, seq]);
-    return row && toCheckpoint(row);
+    return row && toWholeCheckpoint(row, this.reader);
   }
 
   async listActions(agentId: string, options: HistoryOptions = {}): Promise<ActionRecord[]> {
     const { text, params } = historyQuery('actions', agentId, options, postgresDialect);
     const { rows } = await this.pool.query<ActionRow>(text, params);
-    return rows.map(toAction);
+    return toWholeActions(agentId, rows, this.reader.parts);
   }
 
   async findEffect(idempotencyKey: string): Promise<EffectRecord | undefined> {
@@ -223,12 +227,12 @@ export class PostgresStore implements Store {
   async loadActiveAgents(options: { skipResting?: boolean } = {}): Promise<RestorableAgent[]> {
     const working = options.skipResting ? `and ${WORKING}` : '';
     const { rows } = await this.pool.query<RestorableRow>(`${RESTORABLE} where a.status = 'active' ${working} order by a.pos`);
-    return rows.map(toRestorable);
+    return toRestorables(rows, this.reader);
   }
 
   async loadRestorable(id: string): Promise<RestorableAgent | undefined> {
     const { rows: [row] } = await this.pool.query<RestorableRow>(`${RESTORABLE} where a.id = $1 and a.status = 'active'`, [id]);
-    return row && toRestorable(row);
+    return row && (await toRestorables([row], this.reader))[0];
   }
 
   async stats(): Promise<StoreStats> {

@@ -5,7 +5,7 @@ import type { SqlDialect, SqlQuery } from './dialect.js';
 /** What a history listing reads of each row (a checkpoint's snapshot is read one at a time, by seq). */
 const COLUMNS = {
   checkpoints: 'seq, event_type, state, status, progress, created_at',
-  actions: 'seq, action, payload, result, created_at',
+  actions: 'seq, action, payload, result, encoded, created_at',
 } as const;
 
 export type HistoryTable = keyof typeof COLUMNS;

@@ -20,8 +20,8 @@ import type {
   WriteResult,
 } from '../store.js';
 import {
-  parseOr, toAction, toAgent, toCheckpoint, toCheckpointSummary, toEffect, toEvent, toRestorable, type ActionRow, type AgentRow,
-  type CheckpointRow, type CheckpointSummaryRow, type EffectRow, type EventRow, type RestorableRow,
+  parseOr, toAgent, toCheckpointSummary, toEffect, toEvent, toRestorables, toWholeActions, toWholeCheckpoint, type ActionRow,
+  type AgentRow, type CheckpointRow, type CheckpointSummaryRow, type EffectRow, type EventRow, type RestorableRow, type StoredReader,
 } from '../rows.js';
 import { listAgentsQuery, toAgentPage } from '../sql/agent-list.js';
 import { sqliteDialect, type SqlQuery } from '../sql/dialect.js';
@@ -67,6 +67,8 @@ export class SqliteStore implements Store {
   private readonly create: (agent: NewAgent) => { agent: AgentRecord; created: boolean };
   /** The shared queries' statements, prepared once per text (a listing has a few texts, by its filters). */
   private readonly statements = new Map<string, Database.Statement>();
+  /** Puts stored snapshots back together (../rows.ts `wholeSnapshot`). */
+  private readonly reader: StoredReader;
 
   constructor(
     /**
@@ -90,6 +92,8 @@ export class SqliteStore implements Store {
         `insert into checkpoints (agent_id, seq, machine_version, event_type, state, status, progress, snapshot, created_at)
          values (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
+      part: q('select body from snapshot_parts where agent_id = ? and hash = ?').pluck(),
+      chain: q('select snapshot from checkpoints where agent_id = ? and seq between ? and ? order by seq').pluck(),
       eventsAfter: q('select * from events where agent_id = ? and seq > ? order by seq'),
       checkpoint: q('select * from checkpoints where agent_id = ? and seq = ?'),
       effect: q('select * from effects where idempotency_key = ?'),
@@ -100,6 +104,18 @@ export class SqliteStore implements Store {
       inboxDepth: q(`select sum(event_seq - inbox_position) as depth from agents where status = 'active'`),
     };
     this.writes = new SqliteWrites(db);
+    this.reader = {
+      // One prepared lookup per part: in-process, a statement costs microseconds, less than building an `in` list.
+      parts: (agentId, hashes) => {
+        const bodies = new Map<string, string>();
+        for (const hash of hashes) {
+          const body = this.sql.part.get(agentId, hash) as string | undefined;
+          if (body !== undefined) bodies.set(hash, body);
+        }
+        return bodies;
+      },
+      chain: (agentId, from, to) => this.sql.chain.all(agentId, from, to) as string[],
+    };
 
     this.create = db.transaction((agent: NewAgent) => {
       const existing = this.sql.agentById.get(agent.id) as AgentRow | undefined;
@@ -166,11 +182,11 @@ export class SqliteStore implements Store {
 
   async getCheckpoint(agentId: string, seq: number): Promise<CheckpointRecord | undefined> {
     const row = this.sql.checkpoint.get(agentId, seq) as CheckpointRow | undefined;
-    return row && toCheckpoint(row);
+    return row && toWholeCheckpoint(row, this.reader);
   }
 
   async listActions(agentId: string, options: HistoryOptions = {}): Promise<ActionRecord[]> {
-    return this.all<ActionRow>(historyQuery('actions', agentId, options, sqliteDialect)).map(toAction);
+    return toWholeActions(agentId, this.all<ActionRow>(historyQuery('actions', agentId, options, sqliteDialect)), this.reader.parts);
   }
 
   async findEffect(idempotencyKey: string): Promise<EffectRecord | undefined> {
@@ -179,12 +195,12 @@ export class SqliteStore implements Store {
   }
 
   async loadActiveAgents(options: { skipResting?: boolean } = {}): Promise<RestorableAgent[]> {
-    return ((options.skipResting ? this.sql.working : this.sql.active).all() as RestorableRow[]).map(toRestorable);
+    return toRestorables((options.skipResting ? this.sql.working : this.sql.active).all() as RestorableRow[], this.reader);
   }
 
   async loadRestorable(id: string): Promise<RestorableAgent | undefined> {
     const row = this.sql.restorable.get(id) as RestorableRow | undefined;
-    return row && toRestorable(row);
+    return row && (await toRestorables([row], this.reader))[0];
   }
 
   async stats(): Promise<StoreStats> {

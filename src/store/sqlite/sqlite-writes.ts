@@ -15,7 +15,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { Write, WriteResult } from '../store.js';
-import { json } from '../rows.js';
+import { formatCode, json } from '../rows.js';
 import { planWrites, type AgentAfter, type AgentRead, type WritePlan } from '../write-plan.js';
 
 /** The most agent rows kept; beyond it they are forgotten and read again (each is ~100 bytes). */
@@ -36,10 +36,12 @@ export class SqliteWrites {
       dataVersion: q('pragma data_version').pluck(),
       eventByKey: q('select seq from events where agent_id = ? and idempotency_key = ?').pluck(),
       insertCheckpoint: q(
-        `insert into checkpoints (agent_id, seq, machine_version, event_type, state, status, progress, snapshot, created_at)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `insert into checkpoints (agent_id, seq, machine_version, event_type, state, status, progress, snapshot, encoded, base_seq, created_at)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
-      insertAction: q('insert into actions (agent_id, seq, action, payload, result, created_at) values (?, ?, ?, ?, ?, ?)'),
+      insertAction: q('insert into actions (agent_id, seq, action, payload, result, encoded, created_at) values (?, ?, ?, ?, ?, ?, ?)'),
+      // A part the agent already has (written by a checkpoint still in flight, or before a restart) stays as it is: same hash, same body.
+      insertPart: q('insert into snapshot_parts (agent_id, hash, seq, body) values (?, ?, ?, ?) on conflict do nothing'),
       insertEvent: q('insert into events (agent_id, seq, type, body, idempotency_key, created_at) values (?, ?, ?, ?, ?, ?)'),
       // A key recorded by an earlier batch keeps its first result (the plan keeps the batch's first).
       insertEffect: q(
@@ -101,8 +103,14 @@ export class SqliteWrites {
   private write(plan: WritePlan): void {
     const { sql } = this;
     for (const { write: w, state } of plan.checkpoints) {
-      sql.insertCheckpoint.run(w.agentId, w.seq, w.machineVersion, w.eventType, state, w.status, w.progress, w.snapshot, w.createdAt);
-      for (const a of w.actions) sql.insertAction.run(w.agentId, w.seq, a.action, json(a.payload), json(a.result), w.createdAt);
+      if (w.parts) for (const part of w.parts) sql.insertPart.run(w.agentId, part.hash, w.seq, part.body);
+      sql.insertCheckpoint.run(
+        w.agentId, w.seq, w.machineVersion, w.eventType, state, w.status, w.progress, w.snapshot, formatCode(w.format), w.baseSeq ?? null, w.createdAt,
+      );
+      for (const a of w.actions) {
+        if (a.stored) sql.insertAction.run(w.agentId, w.seq, a.action, a.stored.payload, a.stored.result, 1, w.createdAt);
+        else sql.insertAction.run(w.agentId, w.seq, a.action, json(a.payload), json(a.result), 0, w.createdAt);
+      }
     }
     for (const { write: w, seq } of plan.events) {
       sql.insertEvent.run(w.agentId, seq, w.event.type, JSON.stringify(w.event), w.idempotencyKey, w.at);

@@ -1,0 +1,195 @@
+/**
+ * Checkpoints that store what changed. A checkpoint row holds one of:
+ * - `json`: the snapshot's plain JSON (small snapshots: nothing to share);
+ * - `parts`: the whole snapshot, its large values as references to parts (./snapshot-parts.ts);
+ * - `delta`: only the members of the snapshot and of its context that differ from the previous
+ *   checkpoint (seq − 1), as `{"r": {member: value}, "c": {contextKey: value}, "x": [gone
+ *   members], "d": [gone context keys]}`, values again with references; `base_seq` names the full
+ *   checkpoint its chain starts from.
+ *
+ * What changed is found by identity: XState's `assign` builds a new context object whose unchanged
+ * values are the previous ones, so a context value that is the same object (or the same primitive)
+ * as in the previous checkpoint is not encoded at all. A chain is cut (the next checkpoint is
+ * whole) after `MAX_CHAIN` deltas or once its deltas outweigh `CHAIN_WEIGHT` whole skeletons, so
+ * reading any checkpoint back reads a bounded number of rows.
+ */
+import { PartEncoder, type EncodedValue, type SnapshotPart } from './snapshot-parts.js';
+
+export type CheckpointFormat = 'json' | 'parts' | 'delta';
+
+export interface EncodedCheckpoint {
+  text: string;
+  format: CheckpointFormat;
+  /** A delta's chain starts from this full checkpoint. */
+  baseSeq?: number;
+  /** Parts the text refers to that the store may not hold yet. */
+  parts: SnapshotPart[];
+}
+
+/** A snapshot whose whole skeleton is smaller than this is always written whole: a delta would save little. */
+export const MIN_DELTA_SKELETON_BYTES = 1024;
+export const MAX_CHAIN = 32;
+const CHAIN_WEIGHT = 4;
+
+interface Written {
+  seq: number;
+  baseSeq: number;
+  chainLength: number;
+  chainBytes: number;
+  fullBytes: number;
+  context: Record<string, unknown> | undefined;
+  /** Each member of the snapshot but its context, as stored: they are small, compared as text. */
+  members: Map<string, string>;
+}
+
+type Snapshot = Record<string, unknown>;
+
+class PlainOnly extends Error {}
+
+/** One agent's encoder of checkpoints (and of its action log's values, which share its parts). */
+export class CheckpointEncoder {
+  private readonly parts = new PartEncoder();
+  private last: Written | undefined;
+  private handedOver: SnapshotPart[] = [];
+
+  /** Parts read back on restore: the store holds them, so they are not written again. */
+  knowStored(hashes: Iterable<string>): void {
+    this.parts.knowStored(hashes);
+  }
+
+  /** An action's payload or result as stored: the exchange it carries refers to the agent's parts. */
+  encodeValue(value: unknown): EncodedValue {
+    return this.parts.encode(value, 1);
+  }
+
+  /**
+   * The persisted snapshot written at `seq` as the store keeps it. Throws as `JSON.stringify`
+   * does (a cycle, a BigInt), so a context that cannot be stored fails the transition that made it.
+   */
+  encode(snapshot: unknown, seq: number): EncodedCheckpoint {
+    this.handedOver = [];
+    try {
+      if (!isRecord(snapshot) || (snapshot.context !== undefined && !isRecord(snapshot.context))) {
+        this.last = undefined;
+        const whole = this.checked(this.parts.encode(snapshot, 2));
+        return { text: whole.text, format: whole.encoded ? 'parts' : 'json', parts: this.handedOver };
+      }
+      const last = this.last;
+      const chained = last && last.seq === seq - 1 && last.context !== undefined && last.fullBytes >= MIN_DELTA_SKELETON_BYTES;
+      if (chained && last.chainLength < MAX_CHAIN && last.chainBytes < CHAIN_WEIGHT * last.fullBytes) return this.delta(snapshot, seq, last);
+      return this.whole(snapshot, seq);
+    } catch (err) {
+      if (!(err instanceof PlainOnly)) throw err;
+      // The parts already handed over are written all the same: the encoder counts them stored.
+      this.last = undefined;
+      return { text: JSON.stringify(snapshot), format: 'json', parts: this.handedOver };
+    }
+  }
+
+  /** Every value's parts go through here, so that a fallback to plain JSON still writes them. */
+  private checked(value: EncodedValue): EncodedValue {
+    this.handedOver.push(...value.parts);
+    if (value.plainOnly) throw new PlainOnly();
+    return value;
+  }
+
+  private whole(snapshot: Snapshot, seq: number): EncodedCheckpoint {
+    let encoded = false;
+    const members = new Map<string, string>();
+    const fields: string[] = [];
+    for (const key of Object.keys(snapshot)) {
+      const value = key === 'context' ? this.context(snapshot.context as Snapshot, Object.keys(snapshot.context as Snapshot)) : this.member(snapshot[key]);
+      if (value === undefined) continue;
+      encoded ||= value.encoded;
+      if (key !== 'context') members.set(key, value.text);
+      fields.push(`${JSON.stringify(key)}:${value.text}`);
+    }
+    const text = `{${fields.join(',')}}`;
+    this.last = { seq, baseSeq: seq, chainLength: 0, chainBytes: 0, fullBytes: text.length, context: snapshot.context as Snapshot | undefined, members };
+    return { text, format: encoded ? 'parts' : 'json', parts: this.handedOver };
+  }
+
+  private delta(snapshot: Snapshot, seq: number, last: Written): EncodedCheckpoint {
+    const changed: string[] = [];
+    const gone: string[] = [];
+    const members = new Map<string, string>();
+    for (const key of Object.keys(snapshot)) {
+      if (key === 'context') continue;
+      const value = this.member(snapshot[key]);
+      if (value === undefined) continue;
+      members.set(key, value.text);
+      if (last.members.get(key) === value.text) continue;
+      changed.push(`${JSON.stringify(key)}:${value.text}`);
+    }
+    for (const key of last.members.keys()) if (!members.has(key)) gone.push(key);
+
+    const context = snapshot.context as Snapshot | undefined;
+    const before = last.context ?? {};
+    const now = context ?? {};
+    const changedKeys = Object.keys(now).filter((key) => !Object.hasOwn(before, key) || before[key] !== now[key]);
+    const goneKeys = Object.keys(before).filter((key) => !Object.hasOwn(now, key));
+    const contextValue = this.context(now, changedKeys);
+    // A value JSON omits (undefined, a function) is as good as gone.
+    for (const key of changedKeys) if (now[key] === undefined || typeof now[key] === 'function') goneKeys.push(key);
+
+    const fields: string[] = [];
+    if (changed.length > 0) fields.push(`"r":{${changed.join(',')}}`);
+    if (contextValue.text !== '{}') fields.push(`"c":${contextValue.text}`);
+    if (gone.length > 0) fields.push(`"x":${JSON.stringify(gone)}`);
+    if (goneKeys.length > 0) fields.push(`"d":${JSON.stringify(goneKeys)}`);
+    const text = `{${fields.join(',')}}`;
+    this.last = {
+      seq, baseSeq: last.baseSeq, chainLength: last.chainLength + 1, chainBytes: last.chainBytes + text.length, fullBytes: last.fullBytes,
+      context, members,
+    };
+    return { text, format: 'delta', baseSeq: last.baseSeq, parts: this.handedOver };
+  }
+
+  /** A member of the snapshot (its state value, its children…): never a part itself, its large values are. */
+  private member(value: unknown): EncodedValue | undefined {
+    if (value === undefined || typeof value === 'function') return undefined;
+    return this.checked(this.parts.encode(value, 1));
+  }
+
+  /** The context's `keys` as one object's text; each value may be a part. */
+  private context(context: Snapshot, keys: readonly string[]): EncodedValue {
+    let encoded = false;
+    const fields: string[] = [];
+    for (const key of keys) {
+      const value = context[key];
+      if (value === undefined || typeof value === 'function') continue;
+      const stored = this.checked(this.parts.encode(value, 0));
+      encoded ||= stored.encoded;
+      fields.push(`${JSON.stringify(key)}:${stored.text}`);
+    }
+    return { text: `{${fields.join(',')}}`, encoded, parts: [] };
+  }
+}
+
+interface Delta {
+  r?: Snapshot;
+  c?: Snapshot;
+  x?: string[];
+  d?: string[];
+}
+
+/** The whole skeleton (references left in) from a chain's full checkpoint and its deltas, in order. */
+export function applyDeltas(base: string, deltas: readonly string[]): string {
+  if (deltas.length === 0) return base;
+  const snapshot = JSON.parse(base) as Snapshot;
+  for (const text of deltas) {
+    const delta = JSON.parse(text) as Delta;
+    Object.assign(snapshot, delta.r);
+    for (const key of delta.x ?? []) delete snapshot[key];
+    if (delta.c || delta.d) {
+      const context = { ...(snapshot.context as Snapshot | undefined), ...delta.c };
+      for (const key of delta.d ?? []) delete context[key];
+      snapshot.context = context;
+    }
+  }
+  return JSON.stringify(snapshot);
+}
+
+function isRecord(value: unknown): value is Snapshot {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

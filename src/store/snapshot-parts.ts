@@ -1,0 +1,295 @@
+/**
+ * Values stored once: a snapshot's (or an action's) large values are written as *parts*, kept once
+ * per agent under the hash of their JSON, and referred to from every later checkpoint that still
+ * holds them. A part is an object or array of `MIN_PART_BYTES` or more of JSON, a string of
+ * `MIN_STRING_BYTES` or more (an answer, a tool result: the same text sits in the exchange, in the
+ * results and in the action log), or a full chunk of a long array.
+ *
+ * Finding what is new costs no diff: XState's `assign` keeps every unchanged object of the context
+ * by reference, so a part already made for an object is found again by identity (`WeakMap`), and a
+ * long array's full chunks by their first item, checked item by item.
+ *
+ * The stored text turns back into the value's own JSON by substitution alone:
+ * - `{"\u0000r":"<hash>"}` stands for the part's JSON (an object, an array or a string);
+ * - `{"\u0000s":"<hash>"}`, an item of an array, stands for several items: a chunk's items joined
+ *   by commas (a chunk of chunks holds such items itself, so a long array is a shallow tree);
+ * and no value's own JSON can contain either: a quote inside a JSON string is escaped, and a value
+ * with U+0000 in an object key is stored as plain JSON (the encoder falls back).
+ */
+import { createHash } from 'node:crypto';
+
+/** Objects and arrays whose JSON is at least this long become parts (below it, a reference saves little). */
+export const MIN_PART_BYTES = 256;
+/** Strings at least this long become parts (found by content: strings have no identity to find them by). */
+export const MIN_STRING_BYTES = 512;
+/** A long array is cut into chunks of this many items; only full chunks become parts. */
+export const CHUNK_ITEMS = 16;
+
+/** A part to store: the hash of its body, and its body (JSON, or a chunk's items joined by commas). */
+export interface SnapshotPart {
+  hash: string;
+  body: string;
+}
+
+export interface EncodedValue {
+  /** The value's JSON, its parts replaced by references when `encoded`. */
+  text: string;
+  /** Whether `text` holds references (else it is the value's plain JSON). */
+  encoded: boolean;
+  /** The parts the store may not have yet: every part the value holds, less those known stored. */
+  parts: SnapshotPart[];
+  /**
+   * The value has U+0000 in an object key, which stored text could not tell from a reference: it
+   * is plain JSON, and whatever holds it must be stored as plain JSON too.
+   */
+  plainOnly?: true;
+}
+
+interface Part {
+  hash: string;
+  /** How the part is referred to in its holder's text. */
+  ref: string;
+  /** Parts held inside this one: stored no later than it. */
+  inner: readonly Part[];
+  /** Until first handed to a store (then only the hash is kept: memory stays small). */
+  body: string | undefined;
+}
+
+interface Chunk extends Part {
+  items: readonly unknown[];
+}
+
+const REF = '\u0000r';
+const SPLICE = '\u0000s';
+const HASH_CHARS = 16;
+/** A reference in stored text; the hash is 16 base64url characters (96 bits of SHA-256, per agent). */
+const REFERENCE = /\{"\\u0000[rs]":"([A-Za-z0-9_-]{16})"\}/g;
+
+class UnencodableKey extends Error {}
+
+/**
+ * One agent's encoder of values into parts: remembers the parts it made (by the objects they were
+ * made from) and which of them its store already holds, so each write hashes and hands over only
+ * what is new.
+ */
+export class PartEncoder {
+  private readonly parts = new WeakMap<object, Part>();
+  private readonly chunks = new WeakMap<object, Chunk>();
+  /** Hashes of parts the store holds or will hold once the writes already handed over commit. */
+  private readonly stored = new Set<string>();
+  /** Objects on the path being walked: JSON has no cycles (below the walk, JSON.stringify finds them). */
+  private readonly path = new Set<object>();
+
+  /** Parts read back on restore: the store holds them, so they are not written again. */
+  knowStored(hashes: Iterable<string>): void {
+    for (const hash of hashes) this.stored.add(hash);
+  }
+
+  /**
+   * `value` as the store keeps it. Values shallower than `shallowest` are never parts themselves
+   * (a snapshot and its own members change at every transition: as parts they would be one more
+   * row per checkpoint, never shared). Throws as `JSON.stringify` does (a cycle, a BigInt), so a
+   * context that cannot be stored fails the transition that made it.
+   */
+  encode(value: unknown, shallowest = 0): EncodedValue {
+    const held: Part[] = [];
+    let text: string;
+    try {
+      text = this.value(value, held, 0, shallowest) ?? 'null';
+    } catch (err) {
+      if (!(err instanceof UnencodableKey)) throw err;
+      return { text: JSON.stringify(value), encoded: false, parts: [], plainOnly: true };
+    } finally {
+      this.path.clear();
+    }
+    return { text, encoded: held.length > 0, parts: this.newParts(held) };
+  }
+
+  /** Every part not yet stored, inner parts first; a stored part's inner parts are stored too. */
+  private newParts(held: readonly Part[]): SnapshotPart[] {
+    const out: SnapshotPart[] = [];
+    const visit = (part: Part) => {
+      if (this.stored.has(part.hash)) return;
+      for (const inner of part.inner) visit(inner);
+      this.stored.add(part.hash);
+      out.push({ hash: part.hash, body: part.body! });
+      part.body = undefined;
+    };
+    for (const part of held) visit(part);
+    return out;
+  }
+
+  /**
+   * The JSON of `value` with its parts as references (undefined where JSON.stringify omits it).
+   * Most of a snapshot is small values, which JSON.stringify writes far faster than any walk here:
+   * a value is walked only when it may hold parts (its JSON is long, or it is a long array), and
+   * the shallowest ones, which change at every transition, are walked without trying.
+   */
+  private value(value: unknown, held: Part[], depth: number, shallowest: number): string | undefined {
+    if (typeof value === 'string' && value.length >= MIN_STRING_BYTES && depth >= shallowest) return this.string(value, held);
+    // Primitives as JSON.stringify writes them: it throws on a BigInt, omits functions and symbols.
+    if (value === null || typeof value !== 'object') return JSON.stringify(value) as string | undefined;
+    const known = this.parts.get(value);
+    if (known) {
+      held.push(known);
+      return known.ref;
+    }
+    if (depth >= shallowest && !(Array.isArray(value) && value.length > CHUNK_ITEMS)) {
+      const text = JSON.stringify(value) as string | undefined;
+      if (text === undefined || text.length < MIN_PART_BYTES) {
+        // U+0000 in a key could be read back as a reference: such a value is stored as plain JSON.
+        if (text?.includes('\\u0000')) throw new UnencodableKey();
+        return text;
+      }
+    }
+    if (typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+      return this.value((value as { toJSON(): unknown }).toJSON(), held, depth, shallowest);
+    }
+    if (this.path.has(value)) throw new TypeError('Converting circular structure to JSON');
+    this.path.add(value);
+    const inner: Part[] = [];
+    const text = Array.isArray(value)
+      ? this.array(value, inner, depth, shallowest)
+      : this.object(value as Record<string, unknown>, inner, depth, shallowest);
+    this.path.delete(value);
+    if (depth < shallowest || text.length < MIN_PART_BYTES) {
+      held.push(...inner);
+      return text;
+    }
+    const part = makePart(REF, text, inner);
+    // A part is found again by identity, so what it was made from must not change under it: XState
+    // never changes a context in place, and a machine that tries now fails loudly instead of
+    // storing a stale part.
+    deepFreeze(value);
+    this.parts.set(value, part);
+    held.push(part);
+    return part.ref;
+  }
+
+  private string(value: string, held: Part[]): string {
+    const part = makePart(REF, JSON.stringify(value), []);
+    held.push(part);
+    return part.ref;
+  }
+
+  private object(object: Record<string, unknown>, held: Part[], depth: number, shallowest: number): string {
+    let text = '{';
+    for (const key of Object.keys(object)) {
+      if (key.includes('\u0000')) throw new UnencodableKey();
+      const item = this.value(object[key], held, depth + 1, shallowest);
+      if (item === undefined) continue;
+      text += `${text.length > 1 ? ',' : ''}${JSON.stringify(key)}:${item}`;
+    }
+    return `${text}}`;
+  }
+
+  private array(array: readonly unknown[], held: Part[], depth: number, shallowest: number): string {
+    const full = array.length > CHUNK_ITEMS ? array.length - (array.length % CHUNK_ITEMS) : 0;
+    const texts: string[] = [];
+    if (full > 0) {
+      const leaves: Part[] = [];
+      for (let i = 0; i < full; i += CHUNK_ITEMS) {
+        leaves.push(
+          this.chunk(array, i, (items) => {
+            const inner: Part[] = [];
+            const body = items.map((item) => this.value(item, inner, depth + 1, shallowest) ?? 'null').join(',');
+            for (const item of items) if (item !== null && typeof item === 'object') deepFreeze(item);
+            return { body, inner };
+          }),
+        );
+      }
+      for (const part of this.tree(leaves)) {
+        held.push(part);
+        texts.push(part.ref);
+      }
+    }
+    for (let i = full; i < array.length; i++) texts.push(this.value(array[i], held, depth + 1, shallowest) ?? 'null');
+    return `[${texts.join(',')}]`;
+  }
+
+  /** Groups chunks into chunks of chunks until at most CHUNK_ITEMS remain: a long array's top is short. */
+  private tree(parts: Part[]): Part[] {
+    while (parts.length > CHUNK_ITEMS) {
+      const full = parts.length - (parts.length % CHUNK_ITEMS);
+      const upper: Part[] = [];
+      for (let i = 0; i < full; i += CHUNK_ITEMS) {
+        upper.push(this.chunk(parts, i, (chunks) => ({ body: chunks.map((c) => c.ref).join(','), inner: chunks })));
+      }
+      parts = [...upper, ...parts.slice(full)];
+    }
+    return parts;
+  }
+
+  /** The chunk of `items[from … from + CHUNK_ITEMS)`, found again when it holds the same items. */
+  private chunk<T>(items: readonly T[], from: number, make: (slice: T[]) => { body: string; inner: readonly Part[] }): Part {
+    const first = items[from];
+    const key = typeof first === 'object' && first !== null ? first : undefined;
+    const known = key && this.chunks.get(key);
+    if (known && known.items.every((item, i) => item === items[from + i])) return known;
+    const slice = items.slice(from, from + CHUNK_ITEMS);
+    const { body, inner } = make(slice);
+    const chunk: Chunk = { ...makePart(SPLICE, body, inner), items: slice };
+    if (key) this.chunks.set(key, chunk);
+    return chunk;
+  }
+}
+
+function deepFreeze(value: object): void {
+  if (Object.isFrozen(value)) return;
+  Object.freeze(value);
+  for (const item of Object.values(value)) if (item !== null && typeof item === 'object') deepFreeze(item as object);
+}
+
+function makePart(kind: typeof REF | typeof SPLICE, body: string, inner: readonly Part[]): Part {
+  const hash = createHash('sha256').update(body).digest('base64url').slice(0, HASH_CHARS);
+  return { hash, ref: `{${JSON.stringify(kind)}:"${hash}"}`, inner, body };
+}
+
+/** The hashes of the parts `text` refers to directly. */
+export function referencedParts(text: string): string[] {
+  return Array.from(text.matchAll(REFERENCE), (match) => match[1]!);
+}
+
+/**
+ * The value's own JSON from its stored text and the bodies of its parts. Throws when a part is
+ * missing (state corruption: the caller quarantines the agent with the message).
+ */
+export function decodeParts(text: string, bodies: ReadonlyMap<string, string>): string {
+  const expanded = new Map<string, string>();
+  // A reference's body is the whole value, a splice's its items: either goes in as it is.
+  const expand = (stored: string): string =>
+    stored.replace(REFERENCE, (_, hash: string) => {
+      let full = expanded.get(hash);
+      if (full === undefined) {
+        const body = bodies.get(hash);
+        if (body === undefined) throw new Error(`its snapshot refers to a part ${hash} that is not stored`);
+        expanded.set(hash, (full = expand(body)));
+      }
+      return full;
+    });
+  return expand(text);
+}
+
+/** Reads the bodies of an agent's parts: those of `hashes` that it holds. */
+export type PartLoader = (agentId: string, hashes: string[]) => Promise<ReadonlyMap<string, string>> | ReadonlyMap<string, string>;
+
+/**
+ * The stored text as the value's own JSON, and the hashes of the parts it took, read level by
+ * level (a part's body may refer to more parts).
+ */
+export async function withParts(agentId: string, text: string, load: PartLoader): Promise<{ text: string; parts: string[] }> {
+  const bodies = new Map<string, string>();
+  let wanted = [...new Set(referencedParts(text))];
+  while (wanted.length > 0) {
+    const found = await load(agentId, wanted);
+    const next = new Set<string>();
+    for (const hash of wanted) {
+      const body = found.get(hash);
+      if (body === undefined) continue; // decodeParts says which one is missing
+      bodies.set(hash, body);
+      for (const inner of referencedParts(body)) if (!bodies.has(inner)) next.add(inner);
+    }
+    wanted = [...next];
+  }
+  return { text: decodeParts(text, bodies), parts: [...bodies.keys()] };
+}
