@@ -225,7 +225,13 @@ export class AgentHost implements TransitionSink {
 
   recordEffect(idempotencyKey: string, seq: number, result: unknown): void {
     // Not awaited: the write is queued before the done event's checkpoint, so it commits no later.
-    const commit = this.owner.commit({ kind: 'effect', agentId: this.agentId, seq, idempotencyKey, result, createdAt: new Date().toISOString() });
+    // A tool's answer is in the exchange too: stored once, as a part both refer to.
+    const stored = this.encoder.encodeValue(result);
+    const commit = this.owner.commit({
+      kind: 'effect', agentId: this.agentId, seq, idempotencyKey, result, createdAt: new Date().toISOString(),
+      ...(stored.encoded && !stored.plainOnly ? { stored: stored.text } : {}),
+      ...(stored.parts.length > 0 ? { parts: stored.parts } : {}),
+    });
     this.lastCommit = commit;
     commit.catch((err: unknown) => this.fail('commit', err));
   }

@@ -14,6 +14,7 @@ export function readSnapshot(checkpoint: RestorableCheckpoint, machine: Register
   if (version !== machine.version && !upgrade) {
     throw new Error(`its checkpoint was written by version ${version} of "${machine.name}", this process runs ${machine.version} and has no upgrade from it`);
   }
+  if (checkpoint.unreadable !== undefined) throw new Error(checkpoint.unreadable);
   let snapshot: unknown;
   try {
     snapshot = JSON.parse(checkpoint.snapshot);
@@ -39,7 +40,8 @@ export function readSnapshot(checkpoint: RestorableCheckpoint, machine: Register
 }
 
 /** The context of a stored checkpoint, for a view (null when its snapshot cannot be read). */
-export function contextOf(checkpoint: Pick<CheckpointRecord, 'snapshot'>): unknown {
+export function contextOf(checkpoint: Pick<CheckpointRecord, 'snapshot' | 'unreadable'>): unknown {
+  if (checkpoint.unreadable !== undefined) return null;
   return (parseJsonObject(checkpoint.snapshot)?.context as unknown) ?? null;
 }
 

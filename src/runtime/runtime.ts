@@ -179,13 +179,15 @@ export class Runtime {
     const source = await this.agentOrThrow(agentId);
     const checkpoint = await this.store.getCheckpoint(agentId, seq);
     if (!checkpoint) throw new NotFoundError('checkpoint', `${agentId}@${seq}`);
+    if (checkpoint.unreadable !== undefined) throw new CorruptStateError(agentId, `checkpoint ${seq} cannot be read: ${checkpoint.unreadable}.`);
+    const { unreadable: _unreadable, ...whole } = checkpoint;
     const { agent, created } = await this.store.createAgent({
       id: newId,
       machine: source.machine,
       machineVersion: checkpoint.machineVersion,
       input: await this.store.getInput(agentId),
       createdAt: new Date().toISOString(),
-      snapshot: { ...checkpoint, status: checkpoint.status === 'done' ? 'done' : 'active' },
+      snapshot: { ...whole, status: checkpoint.status === 'done' ? 'done' : 'active' },
     });
     if (!created) throw new ConflictError(`An agent with id "${newId}" already exists.`);
     if (agent.status === 'active') await this.live.activate(agent, { ...checkpoint, agentId: newId, seq: 1 });
@@ -238,6 +240,7 @@ export class Runtime {
       await this.agentOrThrow(agentId);
       throw new NotFoundError('checkpoint', `${agentId}@${seq}`);
     }
+    if (checkpoint.unreadable !== undefined) throw new CorruptStateError(agentId, `checkpoint ${seq} cannot be read: ${checkpoint.unreadable}.`);
     const snapshot = parseJsonObject(checkpoint.snapshot);
     if (!snapshot) throw new CorruptStateError(agentId, `checkpoint ${seq} does not hold a JSON snapshot object.`);
     return { ...checkpoint, snapshot };

@@ -29,7 +29,9 @@ export interface EncodedCheckpoint {
 /** A snapshot whose whole skeleton is smaller than this is always written whole: a delta would save little. */
 export const MIN_DELTA_SKELETON_BYTES = 1024;
 export const MAX_CHAIN = 32;
-const CHAIN_WEIGHT = 4;
+const CHAIN_WEIGHT = 8;
+/** Context values this short are kept as text too: a new object with the same text (`decisions: {}`) is no change. */
+const SMALL_VALUE_BYTES = 256;
 
 interface Written {
   seq: number;
@@ -40,6 +42,8 @@ interface Written {
   context: Record<string, unknown> | undefined;
   /** Each member of the snapshot but its context, as stored: they are small, compared as text. */
   members: Map<string, string>;
+  /** The context's small values as stored. */
+  small: Map<string, string>;
 }
 
 type Snapshot = Record<string, unknown>;
@@ -97,15 +101,19 @@ export class CheckpointEncoder {
     let encoded = false;
     const members = new Map<string, string>();
     const fields: string[] = [];
+    const small = new Map<string, string>();
     for (const key of Object.keys(snapshot)) {
-      const value = key === 'context' ? this.context(snapshot.context as Snapshot, Object.keys(snapshot.context as Snapshot)) : this.member(snapshot[key]);
+      const value =
+        key === 'context' ? this.context(snapshot.context as Snapshot, Object.keys(snapshot.context as Snapshot), small) : this.member(snapshot[key]);
       if (value === undefined) continue;
       encoded ||= value.encoded;
       if (key !== 'context') members.set(key, value.text);
       fields.push(`${JSON.stringify(key)}:${value.text}`);
     }
     const text = `{${fields.join(',')}}`;
-    this.last = { seq, baseSeq: seq, chainLength: 0, chainBytes: 0, fullBytes: text.length, context: snapshot.context as Snapshot | undefined, members };
+    this.last = {
+      seq, baseSeq: seq, chainLength: 0, chainBytes: 0, fullBytes: text.length, context: snapshot.context as Snapshot | undefined, members, small,
+    };
     return { text, format: encoded ? 'parts' : 'json', parts: this.handedOver };
   }
 
@@ -128,7 +136,9 @@ export class CheckpointEncoder {
     const now = context ?? {};
     const changedKeys = Object.keys(now).filter((key) => !Object.hasOwn(before, key) || before[key] !== now[key]);
     const goneKeys = Object.keys(before).filter((key) => !Object.hasOwn(now, key));
-    const contextValue = this.context(now, changedKeys);
+    const small = new Map(last.small);
+    for (const key of goneKeys) small.delete(key);
+    const contextValue = this.context(now, changedKeys, small, last.small);
     // A value JSON omits (undefined, a function) is as good as gone.
     for (const key of changedKeys) if (now[key] === undefined || typeof now[key] === 'function') goneKeys.push(key);
 
@@ -140,7 +150,7 @@ export class CheckpointEncoder {
     const text = `{${fields.join(',')}}`;
     this.last = {
       seq, baseSeq: last.baseSeq, chainLength: last.chainLength + 1, chainBytes: last.chainBytes + text.length, fullBytes: last.fullBytes,
-      context, members,
+      context, members, small,
     };
     return { text, format: 'delta', baseSeq: last.baseSeq, parts: this.handedOver };
   }
@@ -151,8 +161,11 @@ export class CheckpointEncoder {
     return this.checked(this.parts.encode(value, 1));
   }
 
-  /** The context's `keys` as one object's text; each value may be a part. */
-  private context(context: Snapshot, keys: readonly string[]): EncodedValue {
+  /**
+   * The context's `keys` as one object's text; each value may be a part. `small` collects the short
+   * values' texts; a key whose text is the same as in `unchanged` is left out.
+   */
+  private context(context: Snapshot, keys: readonly string[], small: Map<string, string>, unchanged?: ReadonlyMap<string, string>): EncodedValue {
     let encoded = false;
     const fields: string[] = [];
     for (const key of keys) {
@@ -160,6 +173,9 @@ export class CheckpointEncoder {
       if (value === undefined || typeof value === 'function') continue;
       const stored = this.checked(this.parts.encode(value, 0));
       encoded ||= stored.encoded;
+      if (stored.text.length < SMALL_VALUE_BYTES) small.set(key, stored.text);
+      else small.delete(key);
+      if (unchanged?.get(key) === stored.text) continue;
       fields.push(`${JSON.stringify(key)}:${stored.text}`);
     }
     return { text: `{${fields.join(',')}}`, encoded, parts: [] };

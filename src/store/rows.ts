@@ -96,7 +96,7 @@ export function toAgent(r: AgentRow): AgentRecord {
 
 /**
  * Restorable agents from their rows, each snapshot whole. One whose snapshot cannot be put back
- * together keeps the stored text, which restoring then refuses, quarantining only that agent.
+ * together says why (`unreadable`), and restoring refuses it, quarantining only that agent.
  */
 export async function toRestorables(rows: readonly RestorableRow[], reader: StoredReader): Promise<RestorableAgent[]> {
   const agents: RestorableAgent[] = [];
@@ -107,17 +107,12 @@ export async function toRestorables(rows: readonly RestorableRow[], reader: Stor
         const { text, parts } = await wholeSnapshot(row.id, agent.checkpoint.seq, { snapshot: row.c_snapshot, encoded: row.c_encoded, baseSeq: row.c_base_seq }, reader);
         agent.checkpoint = { ...agent.checkpoint, snapshot: text, parts };
       } catch (err) {
-        agent.checkpoint = { ...agent.checkpoint, snapshot: unreadable(err) };
+        agent.checkpoint = { ...agent.checkpoint, unreadable: (err as Error).message };
       }
     }
     agents.push(agent);
   }
   return agents;
-}
-
-/** Not JSON, on purpose: restoring it fails with the reason in the message. */
-function unreadable(err: unknown): string {
-  return `unreadable: ${(err as Error).message}`;
 }
 
 /** A checkpoint from its row, its snapshot whole. */
@@ -127,7 +122,7 @@ export async function toWholeCheckpoint(r: CheckpointRow, reader: StoredReader):
     try {
       checkpoint.snapshot = (await wholeSnapshot(r.agent_id, r.seq, { snapshot: r.snapshot, encoded: r.encoded, baseSeq: r.base_seq }, reader)).text;
     } catch (err) {
-      checkpoint.snapshot = unreadable(err);
+      checkpoint.unreadable = (err as Error).message;
     }
   }
   return checkpoint;
@@ -184,7 +179,7 @@ export function toCheckpoint(r: CheckpointRow): CheckpointRecord {
 export type CheckpointSummaryRow = Omit<CheckpointRow, 'agent_id' | 'machine_version' | 'snapshot' | 'encoded'>;
 export interface EventRow { agent_id: string; seq: number; body: string; idempotency_key: string | null; created_at: string }
 export interface ActionRow { seq: number; action: string; payload: string | null; result: string | null; encoded?: number | boolean; created_at: string }
-export interface EffectRow { idempotency_key: string; agent_id: string; seq: number; result: string | null; created_at: string }
+export interface EffectRow { idempotency_key: string; agent_id: string; seq: number; result: string | null; encoded?: number | boolean; created_at: string }
 
 export function toCheckpointSummary(r: CheckpointSummaryRow): CheckpointSummary {
   return { seq: r.seq, eventType: r.event_type, state: parseOr(r.state, null), status: r.status, progress: r.progress, createdAt: r.created_at };
@@ -198,7 +193,13 @@ export function toAction(r: ActionRow): ActionRecord {
   return { seq: r.seq, action: r.action, payload: parseOr(r.payload, null), result: parseOr(r.result, null), createdAt: r.created_at };
 }
 
-export function toEffect(r: EffectRow): EffectRecord {
+/** An effect from its row, its result put back together from the agent's parts. */
+export async function toWholeEffect(r: EffectRow, load: PartLoader): Promise<EffectRecord> {
+  if (!r.encoded || r.result === null) return toEffect(r);
+  return toEffect({ ...r, result: (await withParts(r.agent_id, r.result, load)).text });
+}
+
+function toEffect(r: EffectRow): EffectRecord {
   return { idempotencyKey: r.idempotency_key, agentId: r.agent_id, seq: r.seq, result: parseOr(r.result, null), createdAt: r.created_at };
 }
 

@@ -10,11 +10,11 @@
  * long array's full chunks by their first item, checked item by item.
  *
  * The stored text turns back into the value's own JSON by substitution alone:
- * - `{"\u0000r":"<hash>"}` stands for the part's JSON (an object, an array or a string);
- * - `{"\u0000s":"<hash>"}`, an item of an array, stands for several items: a chunk's items joined
- *   by commas (a chunk of chunks holds such items itself, so a long array is a shallow tree);
- * and no value's own JSON can contain either: a quote inside a JSON string is escaped, and a value
- * with U+0000 in an object key is stored as plain JSON (the encoder falls back).
+ * - `"\u0000r<hash>"` stands for the part's JSON (an object, an array or a string);
+ * - `"\u0000s<hash>"`, an item of an array, stands for several items: a chunk's items joined by
+ *   commas (a chunk of chunks holds such items itself, so a long array is a shallow tree);
+ * and no value's own JSON can contain either: a value with U+0000 in a string or a key is stored
+ * as plain JSON (the encoder falls back).
  */
 import { createHash } from 'node:crypto';
 
@@ -23,7 +23,14 @@ export const MIN_PART_BYTES = 256;
 /** Strings at least this long become parts (found by content: strings have no identity to find them by). */
 export const MIN_STRING_BYTES = 512;
 /** A long array is cut into chunks of this many items; only full chunks become parts. */
-export const CHUNK_ITEMS = 16;
+export const CHUNK_ITEMS = 8;
+/**
+ * Chunks are grouped this many to a chunk of chunks, until no more than this many remain: what a
+ * new version of a long array writes (its top and its last partial chunk) stays a few references.
+ */
+export const TREE_FANOUT = 4;
+/** An item of a long array whose JSON is at least this long is a part: the array's new versions refer to it. */
+export const MIN_ITEM_PART_BYTES = 128;
 
 /** A part to store: the hash of its body, and its body (JSON, or a chunk's items joined by commas). */
 export interface SnapshotPart {
@@ -59,12 +66,12 @@ interface Chunk extends Part {
   items: readonly unknown[];
 }
 
-const REF = '\u0000r';
-const SPLICE = '\u0000s';
+const REF = 'r';
+const SPLICE = 's';
+/** A reference's hash: 16 base64url characters, 96 bits of SHA-256 (per agent: collisions are out of reach). */
 const HASH_CHARS = 16;
-/** A reference in stored text; the hash is 16 base64url characters (96 bits of SHA-256, per agent). */
-const REFERENCE = /\{"\\u0000[rs]":"([A-Za-z0-9_-]{16})"\}/g;
 
+/** U+0000 in a key or a string: the value is stored as plain JSON. */
 class UnencodableKey extends Error {}
 
 /**
@@ -125,8 +132,12 @@ export class PartEncoder {
    * a value is walked only when it may hold parts (its JSON is long, or it is a long array), and
    * the shallowest ones, which change at every transition, are walked without trying.
    */
-  private value(value: unknown, held: Part[], depth: number, shallowest: number): string | undefined {
-    if (typeof value === 'string' && value.length >= MIN_STRING_BYTES && depth >= shallowest) return this.string(value, held);
+  private value(value: unknown, held: Part[], depth: number, shallowest: number, minPart = MIN_PART_BYTES): string | undefined {
+    if (typeof value === 'string') {
+      // U+0000 in a string could be read back as a reference: such a value is stored as plain JSON.
+      if (value.includes('\u0000')) throw new UnencodableKey();
+      return value.length >= MIN_STRING_BYTES && depth >= shallowest ? this.string(value, held) : JSON.stringify(value);
+    }
     // Primitives as JSON.stringify writes them: it throws on a BigInt, omits functions and symbols.
     if (value === null || typeof value !== 'object') return JSON.stringify(value) as string | undefined;
     const known = this.parts.get(value);
@@ -136,14 +147,13 @@ export class PartEncoder {
     }
     if (depth >= shallowest && !(Array.isArray(value) && value.length > CHUNK_ITEMS)) {
       const text = JSON.stringify(value) as string | undefined;
-      if (text === undefined || text.length < MIN_PART_BYTES) {
-        // U+0000 in a key could be read back as a reference: such a value is stored as plain JSON.
+      if (text === undefined || text.length < minPart) {
         if (text?.includes('\\u0000')) throw new UnencodableKey();
         return text;
       }
     }
     if (typeof (value as { toJSON?: unknown }).toJSON === 'function') {
-      return this.value((value as { toJSON(): unknown }).toJSON(), held, depth, shallowest);
+      return this.value((value as { toJSON(): unknown }).toJSON(), held, depth, shallowest, minPart);
     }
     if (this.path.has(value)) throw new TypeError('Converting circular structure to JSON');
     this.path.add(value);
@@ -152,7 +162,7 @@ export class PartEncoder {
       ? this.array(value, inner, depth, shallowest)
       : this.object(value as Record<string, unknown>, inner, depth, shallowest);
     this.path.delete(value);
-    if (depth < shallowest || text.length < MIN_PART_BYTES) {
+    if (depth < shallowest || text.length < minPart) {
       held.push(...inner);
       return text;
     }
@@ -190,9 +200,9 @@ export class PartEncoder {
       const leaves: Part[] = [];
       for (let i = 0; i < full; i += CHUNK_ITEMS) {
         leaves.push(
-          this.chunk(array, i, (items) => {
+          this.chunk(array, i, CHUNK_ITEMS, (items) => {
             const inner: Part[] = [];
-            const body = items.map((item) => this.value(item, inner, depth + 1, shallowest) ?? 'null').join(',');
+            const body = items.map((item) => this.value(item, inner, depth + 1, shallowest, MIN_ITEM_PART_BYTES) ?? 'null').join(',');
             for (const item of items) if (item !== null && typeof item === 'object') deepFreeze(item);
             return { body, inner };
           }),
@@ -203,30 +213,38 @@ export class PartEncoder {
         texts.push(part.ref);
       }
     }
-    for (let i = full; i < array.length; i++) texts.push(this.value(array[i], held, depth + 1, shallowest) ?? 'null');
+    // The last partial chunk is written again with every new version of the array: its items as references.
+    const minPart = full > 0 ? MIN_ITEM_PART_BYTES : MIN_PART_BYTES;
+    for (let i = full; i < array.length; i++) texts.push(this.value(array[i], held, depth + 1, shallowest, minPart) ?? 'null');
     return `[${texts.join(',')}]`;
   }
 
-  /** Groups chunks into chunks of chunks until at most CHUNK_ITEMS remain: a long array's top is short. */
-  private tree(parts: Part[]): Part[] {
-    while (parts.length > CHUNK_ITEMS) {
-      const full = parts.length - (parts.length % CHUNK_ITEMS);
+  /**
+   * Groups chunks by TREE_FANOUT, level by level, each level's leftover staying as it is: the top is
+   * at most TREE_FANOUT − 1 references per level, and every full group is found again next time.
+   */
+  private tree(leaves: Part[]): Part[] {
+    const top: Part[][] = [];
+    let level = leaves;
+    while (level.length >= TREE_FANOUT) {
+      const full = level.length - (level.length % TREE_FANOUT);
+      top.unshift(level.slice(full));
       const upper: Part[] = [];
-      for (let i = 0; i < full; i += CHUNK_ITEMS) {
-        upper.push(this.chunk(parts, i, (chunks) => ({ body: chunks.map((c) => c.ref).join(','), inner: chunks })));
+      for (let i = 0; i < full; i += TREE_FANOUT) {
+        upper.push(this.chunk(level, i, TREE_FANOUT, (chunks) => ({ body: chunks.map((c) => c.ref).join(','), inner: chunks })));
       }
-      parts = [...upper, ...parts.slice(full)];
+      level = upper;
     }
-    return parts;
+    return [...level, ...top.flat()];
   }
 
-  /** The chunk of `items[from … from + CHUNK_ITEMS)`, found again when it holds the same items. */
-  private chunk<T>(items: readonly T[], from: number, make: (slice: T[]) => { body: string; inner: readonly Part[] }): Part {
+  /** The chunk of `items[from … from + size)`, found again when it holds the same items. */
+  private chunk<T>(items: readonly T[], from: number, size: number, make: (slice: T[]) => { body: string; inner: readonly Part[] }): Part {
     const first = items[from];
     const key = typeof first === 'object' && first !== null ? first : undefined;
     const known = key && this.chunks.get(key);
-    if (known && known.items.every((item, i) => item === items[from + i])) return known;
-    const slice = items.slice(from, from + CHUNK_ITEMS);
+    if (known && known.items.length === size && known.items.every((item, i) => item === items[from + i])) return known;
+    const slice = items.slice(from, from + size);
     const { body, inner } = make(slice);
     const chunk: Chunk = { ...makePart(SPLICE, body, inner), items: slice };
     if (key) this.chunks.set(key, chunk);
@@ -242,32 +260,61 @@ function deepFreeze(value: object): void {
 
 function makePart(kind: typeof REF | typeof SPLICE, body: string, inner: readonly Part[]): Part {
   const hash = createHash('sha256').update(body).digest('base64url').slice(0, HASH_CHARS);
-  return { hash, ref: `{${JSON.stringify(kind)}:"${hash}"}`, inner, body };
+  return { hash, ref: `"\\u0000${kind}${hash}"`, inner, body };
 }
 
 /** The hashes of the parts `text` refers to directly. */
 export function referencedParts(text: string): string[] {
-  return Array.from(text.matchAll(REFERENCE), (match) => match[1]!);
+  const hashes: string[] = [];
+  for (let i = text.indexOf(REFERENCE_OPENING); i >= 0; i = text.indexOf(REFERENCE_OPENING, i + 1)) {
+    const hash = referenceAt(text, i);
+    if (hash !== undefined) hashes.push(hash);
+  }
+  return hashes;
 }
 
 /**
  * The value's own JSON from its stored text and the bodies of its parts. Throws when a part is
- * missing (state corruption: the caller quarantines the agent with the message).
+ * missing (state corruption: the caller quarantines the agent with the message). A scan for the
+ * references' opening, not a regular expression's replace: a 750 KB conversation is put back
+ * together in one pass into one list of slices, joined once.
  */
 export function decodeParts(text: string, bodies: ReadonlyMap<string, string>): string {
-  const expanded = new Map<string, string>();
-  // A reference's body is the whole value, a splice's its items: either goes in as it is.
-  const expand = (stored: string): string =>
-    stored.replace(REFERENCE, (_, hash: string) => {
-      let full = expanded.get(hash);
-      if (full === undefined) {
-        const body = bodies.get(hash);
-        if (body === undefined) throw new Error(`its snapshot refers to a part ${hash} that is not stored`);
-        expanded.set(hash, (full = expand(body)));
+  const out: string[] = [];
+  const expand = (stored: string, depth: number) => {
+    if (depth > MAX_PART_DEPTH) throw new Error('its snapshot refers to parts that refer to each other');
+    let at = 0;
+    for (let i = stored.indexOf(REFERENCE_OPENING); i >= 0; i = stored.indexOf(REFERENCE_OPENING, at)) {
+      const hash = referenceAt(stored, i);
+      if (hash === undefined) {
+        out.push(stored.slice(at, i + 1));
+        at = i + 1;
+        continue;
       }
-      return full;
-    });
-  return expand(text);
+      const body = bodies.get(hash);
+      if (body === undefined) throw new Error(`its snapshot refers to a part ${hash} that is not stored`);
+      out.push(stored.slice(at, i));
+      // A reference's body is the whole value, a splice's its items: either goes in as it is.
+      expand(body, depth + 1);
+      at = i + REFERENCE_LENGTH;
+    }
+    out.push(at === 0 ? stored : stored.slice(at));
+  };
+  expand(text, 0);
+  return out.join('');
+}
+
+/** `"\u0000`: every reference starts so, and nothing else in stored text does but a string holding U+0000, which is never stored so. */
+const REFERENCE_OPENING = '"\\u0000';
+/** `"\u0000` + kind + hash + `"`. */
+const REFERENCE_LENGTH = REFERENCE_OPENING.length + 1 + HASH_CHARS + 1;
+/** Parts nest as deep as the values they came from; deeper than this is a loop (a damaged store). */
+const MAX_PART_DEPTH = 256;
+
+function referenceAt(text: string, i: number): string | undefined {
+  const kind = text[i + REFERENCE_OPENING.length];
+  if ((kind !== REF && kind !== SPLICE) || text[i + REFERENCE_LENGTH - 1] !== '"') return undefined;
+  return text.slice(i + REFERENCE_OPENING.length + 1, i + REFERENCE_LENGTH - 1);
 }
 
 /** Reads the bodies of an agent's parts: those of `hashes` that it holds. */

@@ -111,7 +111,15 @@ export type Write =
     } & CheckpointBody)
   /** An inbox event the machine ignored: consumed, but no new checkpoint. */
   | { kind: 'consume'; agentId: string; inboxPosition: number; at: string }
-  | { kind: 'effect'; agentId: string; seq: number; createdAt: string } & EffectWrite
+  | ({
+      kind: 'effect';
+      agentId: string;
+      seq: number;
+      createdAt: string;
+      /** `result` as the store keeps it, referring to the agent's parts (`parts`): a tool's answer sits in the exchange too. */
+      stored?: string;
+      parts?: readonly SnapshotPart[];
+    } & EffectWrite)
   | { kind: 'status'; agentId: string; status: AgentStatus; error: SerializedError | null; at: string }
   /** An event into the agent's inbox: batched like the rest, so acknowledging events is group-committed too. */
   | { kind: 'event'; agentId: string; event: InboxEvent; idempotencyKey: string | null; at: string };
@@ -143,6 +151,8 @@ export interface CheckpointRecord extends CheckpointSummary {
   machineVersion: string;
   /** The whole snapshot's JSON (put back together from its parts). */
   snapshot: string;
+  /** Why the snapshot could not be put back together (a part or a delta is not stored): `snapshot` is then the stored text. */
+  unreadable?: string;
 }
 
 export interface ActionRecord {

@@ -75,6 +75,22 @@ describe('state corruption is detected, isolated to its agent, and reported', ()
     await expectQuarantined(await damagedFile(withGhostChild), /"renamedActor" is not registered/);
   });
 
+  it('quarantines an agent whose snapshot refers to a stored part that is gone', async () => {
+    const first = await startRuntime();
+    // A long task: its text is a part of the checkpoints, stored once and referred to.
+    const long = `Summarise this: ${'a long and winding text '.repeat(60)}`;
+    await first.runtime.spawn('agent', { id: 'victim', input: { tasks: [long] } });
+    await first.runtime.spawn('agent', { id: 'healthy' });
+    await waitForView(first.runtime, 'victim', isIdleWithProgress(1));
+    await first.runtime.close();
+    const store = await openSqliteStore(first.file);
+    const { encoded } = store.db.prepare(`select encoded from checkpoints where agent_id = 'victim' order by seq desc limit 1`).get() as { encoded: number };
+    expect(encoded).toBeGreaterThan(0);
+    expect(store.db.prepare(`delete from snapshot_parts where agent_id = 'victim'`).run().changes).toBeGreaterThan(0);
+    await store.close();
+    await expectQuarantined(first.file, /refers to a part \S+ that is not stored/);
+  });
+
   it('quarantines an agent whose checkpoint was written by another version of its machine', async () => {
     await expectQuarantined(await damagedFile((s) => s, '0'), /version 0/);
   });

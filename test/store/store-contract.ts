@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ConflictError, FencedError, InvalidInputError, NotFoundError } from '../../src/core/errors.js';
+import { CheckpointEncoder } from '../../src/store/checkpoint-encoding.js';
 import type { AppendResult, InboxEvent, Store, Write, WriteResult } from '../../src/store/store.js';
 
 const at = (ms = 0) => new Date(Date.UTC(2026, 10, 30, 5, 41, 7, ms)).toISOString();
@@ -341,6 +342,62 @@ export function storeContract(name: string, open: () => Promise<Store>) {
         { kind: 'status', agentId: 'c', status: 'done', error: null, at: at() },
       ]);
       expect(await store.stats()).toEqual({ agentsByStatus: { active: 2, done: 1, error: 0, stopped: 0 }, inboxDepth: 2 });
+      await store.close();
+    });
+
+    it('keeps checkpoints that store what changed, and reads each one back whole: history, restore, actions, effects, fork', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('talker'));
+      const encoder = new CheckpointEncoder();
+      const settings = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [`setting${i}`, i]));
+      let context: Record<string, unknown> = { ...settings, messages: [], turn: 0 };
+      const expected = new Map<number, string>();
+      const formats = new Set<string>();
+      const answer = (seq: number) => `answer ${seq}: ${'many words '.repeat(60)}`;
+      let batch: Write[] = [];
+      for (let seq = 1; seq <= 60; seq++) {
+        const message = { role: seq % 2 ? 'user' : 'assistant', content: seq % 3 ? `short ${seq}` : answer(seq) };
+        context = { ...context, messages: [...(context.messages as unknown[]), message], turn: seq };
+        const snapshot = { status: 'active', value: `s${seq}`, historyValue: {}, context, children: {} };
+        const encoded = encoder.encode(snapshot, seq);
+        formats.add(encoded.format);
+        expected.set(seq, JSON.stringify(snapshot));
+        // The action log and the effects refer to the same parts: the exchange, the answer.
+        const values = { payload: { id: 'llm', input: { messages: context.messages } }, result: { ok: true, output: { content: answer(seq) } } };
+        const payload = encoder.encodeValue(values.payload);
+        const result = encoder.encodeValue(values.result);
+        const effectResult = { delivered: true, response: answer(seq) };
+        const effect = encoder.encodeValue(effectResult);
+        batch.push(
+          checkpoint('talker', seq, {
+            snapshot: encoded.text, format: encoded.format, ...(encoded.baseSeq ? { baseSeq: encoded.baseSeq } : {}),
+            parts: [...encoded.parts, ...payload.parts, ...result.parts],
+            actions: [{ action: 'callLlm', ...values, stored: { payload: payload.text, result: result.text } }],
+          }),
+          { kind: 'effect', agentId: 'talker', seq, idempotencyKey: `talker:${seq}`, result: effectResult, stored: effect.text, parts: effect.parts, createdAt: at(seq) },
+        );
+        // Some batches hold several checkpoints of the agent (and a part twice), as group commit does.
+        if (seq % 4 !== 1) {
+          await store.commit(batch);
+          batch = [];
+        }
+      }
+      await store.commit(batch);
+      expect([...formats].sort()).toEqual(['delta', 'json', 'parts']); // json: before the first long answer
+      for (const [seq, json] of expected) expect((await store.getCheckpoint('talker', seq))?.snapshot, `checkpoint ${seq}`).toBe(json);
+      const restorable = await store.loadRestorable('talker');
+      expect(restorable?.checkpoint?.snapshot).toBe(expected.get(60));
+      expect(restorable?.checkpoint?.parts?.length).toBeGreaterThan(5);
+      const [restoredOnStart] = (await store.loadActiveAgents()).filter((a) => a.agent.id === 'talker');
+      expect(restoredOnStart?.checkpoint?.snapshot).toBe(expected.get(60));
+      const actions = await store.listActions('talker', { newest: 1 });
+      expect(actions[0]).toMatchObject({ payload: { input: { messages: (JSON.parse(expected.get(60)!) as { context: { messages: unknown } }).context.messages } }, result: { ok: true, output: { content: answer(60) } } });
+      expect((await store.findEffect('talker:59'))?.result).toEqual({ delivered: true, response: answer(59) });
+      // A fork starts from any checkpoint's whole snapshot, a delta's too.
+      const from = (await store.getCheckpoint('talker', 58))!;
+      const { agent } = await store.createAgent({ ...newAgent('talker-fork'), snapshot: { ...from, status: 'active' } });
+      expect(agent).toMatchObject({ lastSeq: 1 });
+      expect((await store.getCheckpoint('talker-fork', 1))?.snapshot).toBe(expected.get(58));
       await store.close();
     });
 

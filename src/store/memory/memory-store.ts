@@ -140,6 +140,9 @@ export class MemoryStore implements Store {
       this.agents.get(w.agentId)!.events.push({ agentId: w.agentId, seq, event: copy(w.event), idempotencyKey: w.idempotencyKey, createdAt: w.at });
     }
     for (const w of plan.effects) {
+      // Later checkpoints may refer to an effect's parts (the encoder counts them stored).
+      const parts = this.agents.get(w.agentId)!.parts;
+      for (const part of w.parts ?? []) if (!parts.has(part.hash)) parts.set(part.hash, part.body);
       if (this.effects.has(w.idempotencyKey)) continue; // the first result stays
       this.effects.set(w.idempotencyKey, { idempotencyKey: w.idempotencyKey, agentId: w.agentId, seq: w.seq, result: copy(w.result) ?? null, createdAt: w.createdAt });
     }

@@ -98,7 +98,7 @@ async function writePlan(client: pg.ClientBase, plan: WritePlan, channel: string
   const statement = new Statement();
   if (plan.agents.length > 0) statement.with('moved', updateAgents(statement, plan.agents));
   if (plan.checkpoints.length > 0) statement.with('checkpointed', insertCheckpoints(statement, plan.checkpoints));
-  const parts = newParts(plan.checkpoints);
+  const parts = newParts([...plan.checkpoints.map((c) => c.write), ...plan.effects]);
   if (parts.length > 0) statement.with('parted', insertParts(statement, parts));
   const actions = plan.checkpoints.flatMap(({ write }) => write.actions.map((action) => ({ checkpoint: write, action })));
   if (actions.length > 0) statement.with('acted', insertActions(statement, actions));
@@ -172,10 +172,10 @@ interface NewPart {
 }
 
 /** The batch's parts, each once: one statement may not insert a row twice, even `on conflict do nothing`'s. */
-function newParts(checkpoints: readonly AppliedCheckpoint[]): NewPart[] {
+function newParts(writes: readonly (WriteOf<'checkpoint'> | WriteOf<'effect'>)[]): NewPart[] {
   const seen = new Set<string>();
   const parts: NewPart[] = [];
-  for (const { write } of checkpoints) {
+  for (const write of writes) {
     for (const { hash, body } of write.parts ?? []) {
       const key = `${write.agentId}\u0000${hash}`;
       if (seen.has(key)) continue;
@@ -231,7 +231,8 @@ function insertEffects(statement: Statement, effects: readonly WriteOf<'effect'>
       ['idempotency_key', 'text', effects.map((w) => w.idempotencyKey)],
       ['agent_id', 'text', effects.map((w) => w.agentId)],
       ['seq', 'bigint', effects.map((w) => w.seq)],
-      ['result', 'text', effects.map((w) => json(w.result))],
+      ['result', 'text', effects.map((w) => w.stored ?? json(w.result))],
+      ['encoded', 'boolean', effects.map((w) => w.stored !== undefined)],
       ['created_at', 'text', effects.map((w) => w.createdAt)],
     ],
     'on conflict do nothing',

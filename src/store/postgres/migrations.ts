@@ -92,13 +92,14 @@ export const migrations: readonly Migration[] = [
     // Checkpoints that store what changed (../checkpoint-encoding.ts): `encoded` 0 = plain JSON,
     // 1 = with references to parts, 2 = a delta against seq − 1 whose chain starts at `base_seq`.
     // A part (../snapshot-parts.ts) is stored once per agent, by hash; `seq`: the checkpoint that
-    // first wrote it. Actions' `encoded`: their payload and result refer to parts.
+    // first wrote it. Actions' and effects' `encoded`: their payload and result refer to parts.
     id: 2,
     name: 'snapshot parts',
     sql: `
       alter table checkpoints add column encoded smallint not null default 0;
       alter table checkpoints add column base_seq bigint;
       alter table actions add column encoded boolean not null default false;
+      alter table effects add column encoded boolean not null default false;
       create table snapshot_parts (
         agent_id text not null,
         hash text not null,

@@ -31,7 +31,7 @@ import {
   toRestorables,
   toWholeActions,
   toWholeCheckpoint,
-  toEffect,
+  toWholeEffect,
   toEvent,
   type ActionRow,
   type AgentRow,
@@ -221,7 +221,7 @@ export class PostgresStore implements Store {
 
   async findEffect(idempotencyKey: string): Promise<EffectRecord | undefined> {
     const { rows: [row] } = await this.pool.query<EffectRow>('select * from effects where idempotency_key = $1', [idempotencyKey]);
-    return row && toEffect(row);
+    return row && toWholeEffect(row, this.reader.parts);
   }
 
   async loadActiveAgents(options: { skipResting?: boolean } = {}): Promise<RestorableAgent[]> {

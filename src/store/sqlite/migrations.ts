@@ -98,13 +98,14 @@ export const migrations: readonly Migration[] = [
     // Checkpoints that store what changed (../checkpoint-encoding.ts): `encoded` 0 = plain JSON,
     // 1 = with references to parts, 2 = a delta against seq − 1 whose chain starts at `base_seq`.
     // A part (../snapshot-parts.ts) is stored once per agent, by hash; `seq`: the checkpoint that
-    // first wrote it. Actions' `encoded` 1: their payload and result refer to parts.
+    // first wrote it. Actions' and effects' `encoded` 1: their payload and result refer to parts.
     id: 4,
     name: 'snapshot parts',
     sql: `
       alter table checkpoints add column encoded integer not null default 0;
       alter table checkpoints add column base_seq integer;
       alter table actions add column encoded integer not null default 0;
+      alter table effects add column encoded integer not null default 0;
       create table snapshot_parts (
         agent_id text not null,
         hash text not null,

@@ -45,7 +45,7 @@ export class SqliteWrites {
       insertEvent: q('insert into events (agent_id, seq, type, body, idempotency_key, created_at) values (?, ?, ?, ?, ?, ?)'),
       // A key recorded by an earlier batch keeps its first result (the plan keeps the batch's first).
       insertEffect: q(
-        'insert into effects (idempotency_key, agent_id, seq, result, created_at) values (?, ?, ?, ?, ?) on conflict do nothing',
+        'insert into effects (idempotency_key, agent_id, seq, result, encoded, created_at) values (?, ?, ?, ?, ?, ?) on conflict do nothing',
       ),
       // The common row of the hot path: checkpoints (and consumes) only, no event, no status write.
       // Measured 30% cheaper than the general statement below, which binds twice the parameters.
@@ -115,7 +115,10 @@ export class SqliteWrites {
     for (const { write: w, seq } of plan.events) {
       sql.insertEvent.run(w.agentId, seq, w.event.type, JSON.stringify(w.event), w.idempotencyKey, w.at);
     }
-    for (const w of plan.effects) sql.insertEffect.run(w.idempotencyKey, w.agentId, w.seq, json(w.result), w.createdAt);
+    for (const w of plan.effects) {
+      if (w.parts) for (const part of w.parts) sql.insertPart.run(w.agentId, part.hash, w.seq, part.body);
+      sql.insertEffect.run(w.idempotencyKey, w.agentId, w.seq, w.stored ?? json(w.result), w.stored === undefined ? 0 : 1, w.createdAt);
+    }
     for (const agent of plan.agents) this.updateAgent(agent);
   }
 
