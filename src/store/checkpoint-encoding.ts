@@ -104,53 +104,82 @@ export class CheckpointEncoder {
     const small = new Map<string, string>();
     for (const key of Object.keys(snapshot)) {
       const value =
-        key === 'context' ? this.context(snapshot.context as Snapshot, Object.keys(snapshot.context as Snapshot), small) : this.member(snapshot[key]);
+        key === 'context' ? this.context(snapshot.context as Snapshot, small) : this.member(snapshot[key]);
       if (value === undefined) continue;
       encoded ||= value.encoded;
       if (key !== 'context') members.set(key, value.text);
       fields.push(`${JSON.stringify(key)}:${value.text}`);
     }
     const text = `{${fields.join(',')}}`;
-    this.last = {
-      seq, baseSeq: seq, chainLength: 0, chainBytes: 0, fullBytes: text.length, context: snapshot.context as Snapshot | undefined, members, small,
-    };
+    // A snapshot too small for deltas keeps nothing of itself (idle agents by the thousand): the next one is whole too.
+    this.last =
+      text.length < MIN_DELTA_SKELETON_BYTES
+        ? undefined
+        : { seq, baseSeq: seq, chainLength: 0, chainBytes: 0, fullBytes: text.length, context: snapshot.context as Snapshot | undefined, members, small };
     return { text, format: encoded ? 'parts' : 'json', parts: this.handedOver };
   }
 
+  /** Only what differs from `last` (whose maps it updates in place: `last` is replaced by what it returns). */
   private delta(snapshot: Snapshot, seq: number, last: Written): EncodedCheckpoint {
-    const changed: string[] = [];
-    const gone: string[] = [];
-    const members = new Map<string, string>();
-    for (const key of Object.keys(snapshot)) {
+    const { members, small } = last;
+    let changed = '';
+    let present = 0;
+    for (const key in snapshot) {
       if (key === 'context') continue;
       const value = this.member(snapshot[key]);
       if (value === undefined) continue;
+      present++;
+      if (members.get(key) === value.text) continue;
       members.set(key, value.text);
-      if (last.members.get(key) === value.text) continue;
-      changed.push(`${JSON.stringify(key)}:${value.text}`);
+      changed += `${changed ? ',' : ''}${JSON.stringify(key)}:${value.text}`;
     }
-    for (const key of last.members.keys()) if (!members.has(key)) gone.push(key);
+    const gone: string[] = [];
+    if (members.size > present) {
+      for (const key of members.keys()) {
+        if (this.member(snapshot[key]) !== undefined) continue;
+        members.delete(key);
+        gone.push(key);
+      }
+    }
 
-    const context = snapshot.context as Snapshot | undefined;
+    const now = (snapshot.context as Snapshot | undefined) ?? {};
     const before = last.context ?? {};
-    const now = context ?? {};
-    const changedKeys = Object.keys(now).filter((key) => !Object.hasOwn(before, key) || before[key] !== now[key]);
-    const goneKeys = Object.keys(before).filter((key) => !Object.hasOwn(now, key));
-    const small = new Map(last.small);
-    for (const key of goneKeys) small.delete(key);
-    const contextValue = this.context(now, changedKeys, small, last.small);
-    // A value JSON omits (undefined, a function) is as good as gone.
-    for (const key of changedKeys) if (now[key] === undefined || typeof now[key] === 'function') goneKeys.push(key);
+    let context = '';
+    const goneKeys: string[] = [];
+    for (const key in now) {
+      const value = now[key];
+      if (value === before[key] && Object.hasOwn(before, key)) continue;
+      // A value JSON omits (undefined, a function) is as good as gone.
+      if (value === undefined || typeof value === 'function') {
+        if (Object.hasOwn(before, key)) goneKeys.push(key);
+        small.delete(key);
+        continue;
+      }
+      // Large last time (a growing exchange): large again, most likely.
+      const stored = this.checked(this.parts.encode(value, 0, { large: Object.hasOwn(before, key) && !small.has(key) }));
+      if (stored.text.length < SMALL_VALUE_BYTES) {
+        if (small.get(key) === stored.text) continue;
+        small.set(key, stored.text);
+      } else {
+        small.delete(key);
+      }
+      context += `${context ? ',' : ''}${JSON.stringify(key)}:${stored.text}`;
+    }
+    for (const key in before) {
+      if (Object.hasOwn(now, key)) continue;
+      goneKeys.push(key);
+      small.delete(key);
+    }
 
     const fields: string[] = [];
-    if (changed.length > 0) fields.push(`"r":{${changed.join(',')}}`);
-    if (contextValue.text !== '{}') fields.push(`"c":${contextValue.text}`);
+    if (changed) fields.push(`"r":{${changed}}`);
+    if (context) fields.push(`"c":{${context}}`);
     if (gone.length > 0) fields.push(`"x":${JSON.stringify(gone)}`);
     if (goneKeys.length > 0) fields.push(`"d":${JSON.stringify(goneKeys)}`);
     const text = `{${fields.join(',')}}`;
     this.last = {
       seq, baseSeq: last.baseSeq, chainLength: last.chainLength + 1, chainBytes: last.chainBytes + text.length, fullBytes: last.fullBytes,
-      context, members, small,
+      context: snapshot.context as Snapshot | undefined, members, small,
     };
     return { text, format: 'delta', baseSeq: last.baseSeq, parts: this.handedOver };
   }
@@ -161,21 +190,16 @@ export class CheckpointEncoder {
     return this.checked(this.parts.encode(value, 1));
   }
 
-  /**
-   * The context's `keys` as one object's text; each value may be a part. `small` collects the short
-   * values' texts; a key whose text is the same as in `unchanged` is left out.
-   */
-  private context(context: Snapshot, keys: readonly string[], small: Map<string, string>, unchanged?: ReadonlyMap<string, string>): EncodedValue {
+  /** The whole context as one object's text; each value may be a part. `small` collects the short values' texts. */
+  private context(context: Snapshot, small: Map<string, string>): EncodedValue {
     let encoded = false;
     const fields: string[] = [];
-    for (const key of keys) {
+    for (const key in context) {
       const value = context[key];
       if (value === undefined || typeof value === 'function') continue;
       const stored = this.checked(this.parts.encode(value, 0));
       encoded ||= stored.encoded;
       if (stored.text.length < SMALL_VALUE_BYTES) small.set(key, stored.text);
-      else small.delete(key);
-      if (unchanged?.get(key) === stored.text) continue;
       fields.push(`${JSON.stringify(key)}:${stored.text}`);
     }
     return { text: `{${fields.join(',')}}`, encoded, parts: [] };

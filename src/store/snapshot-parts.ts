@@ -16,7 +16,7 @@
  * and no value's own JSON can contain either: a value with U+0000 in a string or a key is stored
  * as plain JSON (the encoder falls back).
  */
-import { createHash } from 'node:crypto';
+import { hash as digest } from 'node:crypto';
 
 /** Objects and arrays whose JSON is at least this long become parts (below it, a reference saves little). */
 export const MIN_PART_BYTES = 256;
@@ -74,18 +74,34 @@ const HASH_CHARS = 16;
 /** U+0000 in a key or a string: the value is stored as plain JSON. */
 class UnencodableKey extends Error {}
 
+const WALK_PATH = new Set<object>();
+
 /**
  * One agent's encoder of values into parts: remembers the parts it made (by the objects they were
  * made from) and which of them its store already holds, so each write hashes and hands over only
  * what is new.
  */
 export class PartEncoder {
-  private readonly parts = new WeakMap<object, Part>();
-  private readonly chunks = new WeakMap<object, Chunk>();
+  // Made on first use: an agent that never holds a large value (most idle ones) pays for none of them.
+  private partsOf: WeakMap<object, Part> | undefined;
+  private chunksOf: WeakMap<object, Chunk> | undefined;
   /** Hashes of parts the store holds or will hold once the writes already handed over commit. */
-  private readonly stored = new Set<string>();
-  /** Objects on the path being walked: JSON has no cycles (below the walk, JSON.stringify finds them). */
-  private readonly path = new Set<object>();
+  private storedSet: Set<string> | undefined;
+
+  private get parts(): WeakMap<object, Part> {
+    return (this.partsOf ??= new WeakMap());
+  }
+
+  private get chunks(): WeakMap<object, Chunk> {
+    return (this.chunksOf ??= new WeakMap());
+  }
+
+  private get stored(): Set<string> {
+    return (this.storedSet ??= new Set());
+  }
+
+  /** Objects on the path being walked (shared: encoding is synchronous): JSON has no cycles (below the walk, JSON.stringify finds them). */
+  private readonly path = WALK_PATH;
 
   /** Parts read back on restore: the store holds them, so they are not written again. */
   knowStored(hashes: Iterable<string>): void {
@@ -98,32 +114,51 @@ export class PartEncoder {
    * row per checkpoint, never shared). Throws as `JSON.stringify` does (a cycle, a BigInt), so a
    * context that cannot be stored fails the transition that made it.
    */
-  encode(value: unknown, shallowest = 0): EncodedValue {
+  encode(value: unknown, shallowest = 0, { large = false }: { large?: boolean } = {}): EncodedValue {
+    // Most values a checkpoint writes are small: their JSON is all there is to it (nothing short
+    // holds a part). One that was large last time (`large`) is walked at once, not written twice.
+    let known: string | undefined;
+    if (shallowest <= 1 && !large) {
+      const small = this.small(value);
+      if (typeof small !== 'string') return small;
+      known = small;
+    }
     const held: Part[] = [];
     let text: string;
     try {
-      text = this.value(value, held, 0, shallowest) ?? 'null';
+      text = this.value(value, held, 0, shallowest, MIN_PART_BYTES, known !== undefined || large) ?? 'null';
     } catch (err) {
       if (!(err instanceof UnencodableKey)) throw err;
       return { text: JSON.stringify(value), encoded: false, parts: [], plainOnly: true };
     } finally {
       this.path.clear();
     }
-    return { text, encoded: held.length > 0, parts: this.newParts(held) };
+    return held.length === 0 ? { text, encoded: false, parts: [] } : { text, encoded: true, parts: this.newParts(held) };
+  }
+
+  /** A value whose JSON is short (or a primitive) as it is; else its JSON, if written, or ''. */
+  private small(value: unknown): EncodedValue | string {
+    if (typeof value === 'string' && value.length >= MIN_STRING_BYTES) return '';
+    if (typeof value === 'object' && value !== null && (this.partsOf?.has(value) || (Array.isArray(value) && value.length > CHUNK_ITEMS))) return '';
+    const text = JSON.stringify(value) as string | undefined;
+    if (text !== undefined && text.length >= MIN_PART_BYTES) return text;
+    if (text?.includes('\\u0000')) return { text, encoded: false, parts: [], plainOnly: true };
+    return { text: text ?? 'null', encoded: false, parts: [] };
   }
 
   /** Every part not yet stored, inner parts first; a stored part's inner parts are stored too. */
   private newParts(held: readonly Part[]): SnapshotPart[] {
     const out: SnapshotPart[] = [];
-    const visit = (part: Part) => {
-      if (this.stored.has(part.hash)) return;
-      for (const inner of part.inner) visit(inner);
-      this.stored.add(part.hash);
-      out.push({ hash: part.hash, body: part.body! });
-      part.body = undefined;
-    };
-    for (const part of held) visit(part);
+    for (const part of held) this.visitNew(part, out);
     return out;
+  }
+
+  private visitNew(part: Part, out: SnapshotPart[]): void {
+    if (this.stored.has(part.hash)) return;
+    for (const inner of part.inner) this.visitNew(inner, out);
+    this.stored.add(part.hash);
+    out.push({ hash: part.hash, body: part.body! });
+    part.body = undefined;
   }
 
   /**
@@ -132,7 +167,7 @@ export class PartEncoder {
    * a value is walked only when it may hold parts (its JSON is long, or it is a long array), and
    * the shallowest ones, which change at every transition, are walked without trying.
    */
-  private value(value: unknown, held: Part[], depth: number, shallowest: number, minPart = MIN_PART_BYTES): string | undefined {
+  private value(value: unknown, held: Part[], depth: number, shallowest: number, minPart = MIN_PART_BYTES, walk = false): string | undefined {
     if (typeof value === 'string') {
       // U+0000 in a string could be read back as a reference: such a value is stored as plain JSON.
       if (value.includes('\u0000')) throw new UnencodableKey();
@@ -140,12 +175,12 @@ export class PartEncoder {
     }
     // Primitives as JSON.stringify writes them: it throws on a BigInt, omits functions and symbols.
     if (value === null || typeof value !== 'object') return JSON.stringify(value) as string | undefined;
-    const known = this.parts.get(value);
+    const known = this.partsOf?.get(value);
     if (known) {
       held.push(known);
       return known.ref;
     }
-    if (depth >= shallowest && !(Array.isArray(value) && value.length > CHUNK_ITEMS)) {
+    if (!walk && depth >= shallowest && !(Array.isArray(value) && value.length > CHUNK_ITEMS)) {
       const text = JSON.stringify(value) as string | undefined;
       if (text === undefined || text.length < minPart) {
         if (text?.includes('\\u0000')) throw new UnencodableKey();
@@ -242,7 +277,7 @@ export class PartEncoder {
   private chunk<T>(items: readonly T[], from: number, size: number, make: (slice: T[]) => { body: string; inner: readonly Part[] }): Part {
     const first = items[from];
     const key = typeof first === 'object' && first !== null ? first : undefined;
-    const known = key && this.chunks.get(key);
+    const known = key && this.chunksOf?.get(key);
     if (known && known.items.length === size && known.items.every((item, i) => item === items[from + i])) return known;
     const slice = items.slice(from, from + size);
     const { body, inner } = make(slice);
@@ -259,7 +294,7 @@ function deepFreeze(value: object): void {
 }
 
 function makePart(kind: typeof REF | typeof SPLICE, body: string, inner: readonly Part[]): Part {
-  const hash = createHash('sha256').update(body).digest('base64url').slice(0, HASH_CHARS);
+  const hash = digest('sha256', body, 'base64url').slice(0, HASH_CHARS);
   return { hash, ref: `"\\u0000${kind}${hash}"`, inner, body };
 }
 

@@ -61,10 +61,16 @@ async function bundledChromium(): Promise<{ executable: string; fontconfig: stri
   fs.mkdirSync(CACHE, { recursive: true });
   const partial = fs.mkdtempSync(`${dir}.partial-`);
   try {
-    const unbrotli = (name: string) => fs.createReadStream(path.join(packageDir, 'bin', name)).pipe(zlib.createBrotliDecompress());
-    await pipeline(unbrotli('chromium.br'), fs.createWriteStream(path.join(partial, 'chromium'), { mode: 0o755 }));
+    const unbrotli = (name: string, to: string, mode = 0o644) =>
+      pipeline(fs.createReadStream(path.join(packageDir, 'bin', name)), zlib.createBrotliDecompress(), fs.createWriteStream(to, { mode }));
+    await unbrotli('chromium.br', path.join(partial, 'chromium'), 0o755);
     fs.mkdirSync(path.join(partial, 'fonts'));
-    await untar(unbrotli('fonts.tar.br'), path.join(partial, 'fonts'));
+    // Through a file, not a pipe into tar: tar may exit once it has read the archive's end, before
+    // the pipe is drained, which failed a run on a loaded machine ("Premature close").
+    const fonts = path.join(partial, 'fonts.tar');
+    await unbrotli('fonts.tar.br', fonts);
+    await untar(fonts, path.join(partial, 'fonts'));
+    fs.rmSync(fonts);
     fs.writeFileSync(
       path.join(partial, 'fonts.conf'),
       `<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n` +
@@ -78,11 +84,9 @@ async function bundledChromium(): Promise<{ executable: string; fontconfig: stri
   return unpacked;
 }
 
-/** Extracts a tar stream into `dir` with the system's `tar`. */
-async function untar(archive: NodeJS.ReadableStream, dir: string): Promise<void> {
-  const tar = spawn('tar', ['-x', '--no-same-owner', '-C', dir], { stdio: ['pipe', 'ignore', 'inherit'] });
-  const exited = new Promise<number | null>((resolve, reject) => tar.once('error', reject).once('exit', resolve));
-  await pipeline(archive, tar.stdin);
-  const code = await exited;
+/** Extracts a tar file into `dir` with the system's `tar`. */
+async function untar(archive: string, dir: string): Promise<void> {
+  const tar = spawn('tar', ['-x', '--no-same-owner', '-f', archive, '-C', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const code = await new Promise<number | null>((resolve, reject) => tar.once('error', reject).once('exit', resolve));
   if (code !== 0) throw new Error(`tar exited with ${code} while unpacking Chromium's fonts`);
 }
