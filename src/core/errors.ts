@@ -20,6 +20,18 @@ export class NotFoundError extends AgentsError {
   }
 }
 
+/** A checkpoint the retention policy pruned: it existed, and is gone for good. */
+export class PrunedError extends AgentsError {
+  readonly code = 'checkpoint_pruned';
+  constructor(
+    readonly agentId: string,
+    readonly seq: number,
+    readonly prunedBefore: number,
+  ) {
+    super(`Checkpoint ${seq} of agent "${truncate(agentId, 128)}" was pruned by the retention policy: the oldest kept is ${prunedBefore}.`);
+  }
+}
+
 export class ConflictError extends AgentsError {
   readonly code = 'conflict';
 }

@@ -18,6 +18,7 @@ export interface AgentRow {
   error: string | null;
   created_at: string;
   updated_at: string;
+  pruned_before: number;
 }
 
 export interface CheckpointRow {
@@ -91,6 +92,7 @@ export function toAgent(r: AgentRow): AgentRecord {
     error: r.error === null ? null : (parseOr(r.error, null) as SerializedError | null),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
+    prunedBefore: r.pruned_before ?? 0,
   };
 }
 

@@ -375,3 +375,27 @@ export async function withParts(agentId: string, text: string, load: PartLoader)
   }
   return { text: decodeParts(text, bodies), parts: [...bodies.keys()] };
 }
+
+/**
+ * Every part `texts` refer to, through the parts those refer to: what a retention policy must
+ * keep. `load` answers the bodies it holds of the hashes asked (synchronously: SQLite prunes in
+ * one transaction); a missing one is left out (there is nothing to keep).
+ */
+export function referencedClosure(texts: Iterable<string>, load: (hashes: string[]) => ReadonlyMap<string, string>): Set<string> {
+  const live = new Set<string>();
+  let wanted: string[] = [];
+  const want = (text: string) => {
+    for (const hash of referencedParts(text)) {
+      if (live.has(hash)) continue;
+      live.add(hash);
+      wanted.push(hash);
+    }
+  };
+  for (const text of texts) want(text);
+  while (wanted.length > 0) {
+    const level = wanted;
+    wanted = [];
+    for (const body of load(level).values()) want(body);
+  }
+  return live;
+}

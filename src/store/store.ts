@@ -34,6 +34,8 @@ export interface AgentRecord {
   error: SerializedError | null;
   createdAt: string;
   updatedAt: string;
+  /** Checkpoints before this seq were pruned by a retention policy (0: none). */
+  prunedBefore: number;
 }
 
 export interface NewAgent {
@@ -262,7 +264,38 @@ export interface Recovery {
   stats(): Promise<StoreStats>;
 }
 
-export interface Store extends AgentRows, Inbox, WriteBatch, History, Recovery {
+/** Which of an agent's checkpoints a retention policy keeps: any that one of the set rules keeps, and always the last. */
+export interface RetentionRule {
+  /** The newest this many. */
+  keepNewest?: number;
+  /** Those written at or after this time (ISO). */
+  keepSince?: string;
+}
+
+export interface PruneResult {
+  checkpoints: number;
+  actions: number;
+  parts: number;
+  /** The oldest checkpoint now kept (0 when the agent has none). */
+  prunedBefore: number;
+}
+
+/** Retention: pruning what a policy no longer keeps, in small transactions, never what restore or a kept checkpoint needs. */
+export interface Pruning {
+  /**
+   * Deletes the agent's checkpoints (and action-log rows) that `rule` does not keep, except those a
+   * kept checkpoint is a delta against; with `parts`, also the parts written before the oldest kept
+   * checkpoint that nothing kept refers to. The caller passes `parts` only for an agent that no
+   * encoder holds in memory (one could refer to a part it believes stored).
+   */
+  pruneHistory(agentId: string, rule: RetentionRule, options: { parts: boolean }): Promise<PruneResult>;
+  /** Deletes up to `limit` agents that ended (done or stopped) before `endedBefore`, with everything of theirs; their ids. */
+  deleteEndedAgents(options: { endedBefore: string; limit: number }): Promise<string[]>;
+  /** What the store takes on disk (SQLite: its file's pages in use; Postgres: its tables and indexes). */
+  sizeBytes(): Promise<number>;
+}
+
+export interface Store extends AgentRows, Inbox, WriteBatch, History, Recovery, Pruning {
   readonly kind: 'sqlite' | 'postgres' | 'memory';
   /** A description for logs (a path or a redacted URL). */
   readonly location: string;

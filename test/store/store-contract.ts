@@ -41,6 +41,46 @@ export function checkpoint(agentId: string, seq: number, extra: Partial<Extract<
   };
 }
 
+/**
+ * Writes `n` checkpoints of a growing conversation as the runtime does (parts, deltas, actions and
+ * effects that refer to parts, some batches holding several checkpoints), and the JSON each one
+ * must read back as.
+ */
+async function talk(store: Store, agentId: string, n: number): Promise<Map<number, string>> {
+  const encoder = new CheckpointEncoder();
+  const settings = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [`setting${i}`, i]));
+  let context: Record<string, unknown> = { ...settings, messages: [], turn: 0 };
+  const expected = new Map<number, string>();
+  const answer = (seq: number) => `answer ${seq}: ${'many words '.repeat(60)}`;
+  let batch: Write[] = [];
+  for (let seq = 1; seq <= n; seq++) {
+    const message = { role: seq % 2 ? 'user' : 'assistant', content: seq % 3 ? `short ${seq}` : answer(seq) };
+    context = { ...context, messages: [...(context.messages as unknown[]), message], turn: seq };
+    const snapshot = { status: 'active', value: `s${seq}`, historyValue: {}, context, children: {} };
+    const encoded = encoder.encode(snapshot, seq);
+    expected.set(seq, JSON.stringify(snapshot));
+    const values = { payload: { id: 'llm', input: { messages: context.messages } }, result: { ok: true, output: { content: answer(seq) } } };
+    const payload = encoder.encodeValue(values.payload);
+    const result = encoder.encodeValue(values.result);
+    const effectResult = { delivered: true, response: answer(seq) };
+    const effect = encoder.encodeValue(effectResult);
+    batch.push(
+      checkpoint(agentId, seq, {
+        snapshot: encoded.text, format: encoded.format, ...(encoded.baseSeq ? { baseSeq: encoded.baseSeq } : {}),
+        parts: [...encoded.parts, ...payload.parts, ...result.parts],
+        actions: [{ action: 'callLlm', ...values, stored: { payload: payload.text, result: result.text } }],
+      }),
+      { kind: 'effect', agentId, seq, idempotencyKey: `${agentId}:${seq}`, result: effectResult, stored: effect.text, parts: effect.parts, createdAt: at(seq) },
+    );
+    if (seq % 4 !== 1) {
+      await store.commit(batch);
+      batch = [];
+    }
+  }
+  await store.commit(batch);
+  return expected;
+}
+
 export function storeContract(name: string, open: () => Promise<Store>) {
   describe(`${name} store contract`, () => {
     const newAgent = (id: string, machine = 'agent') => ({ id, machine, machineVersion: '1', input: { tasks: ['t'] }, createdAt: at() });
@@ -398,6 +438,56 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       const { agent } = await store.createAgent({ ...newAgent('talker-fork'), snapshot: { ...from, status: 'active' } });
       expect(agent).toMatchObject({ lastSeq: 1 });
       expect((await store.getCheckpoint('talker-fork', 1))?.snapshot).toBe(expected.get(58));
+      await store.close();
+    });
+
+    it('prunes what a retention rule does not keep: never the last checkpoint, a kept delta\'s chain, or a part anything kept refers to', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('long'));
+      const expected = await talk(store, 'long', 60);
+      const result = await store.pruneHistory('long', { keepNewest: 5 }, { parts: true });
+      // The oldest kept is checkpoint 56 or the whole checkpoint its chain starts at.
+      expect(result.prunedBefore).toBeGreaterThan(24);
+      expect(result.prunedBefore).toBeLessThanOrEqual(56);
+      expect(result.checkpoints).toBe(result.prunedBefore - 1);
+      expect(result.actions).toBe(result.prunedBefore - 1);
+      expect(result.parts).toBeGreaterThan(0);
+      expect((await store.getAgent('long'))?.prunedBefore).toBe(result.prunedBefore);
+      expect((await store.listCheckpoints('long'))[0]?.seq).toBe(result.prunedBefore);
+      expect(await store.getCheckpoint('long', result.prunedBefore - 1)).toBeUndefined();
+      for (let seq = result.prunedBefore; seq <= 60; seq++) expect((await store.getCheckpoint('long', seq))?.snapshot, `checkpoint ${seq}`).toBe(expected.get(seq));
+      expect((await store.loadRestorable('long'))?.checkpoint?.snapshot).toBe(expected.get(60));
+      expect((await store.listActions('long')).map((a) => a.seq)[0]).toBe(result.prunedBefore);
+      expect((await store.findEffect('long:60'))?.result).toMatchObject({ delivered: true });
+      // Nothing more to prune under the same rule; a rule that keeps more prunes nothing either.
+      expect(await store.pruneHistory('long', { keepNewest: 5 }, { parts: true })).toMatchObject({ checkpoints: 0, parts: 0 });
+      expect(await store.pruneHistory('long', { keepNewest: 50 }, { parts: true })).toMatchObject({ checkpoints: 0 });
+      // By time: everything was written at `at(seq)`; keep those since checkpoint 59's.
+      const byTime = await store.pruneHistory('long', { keepSince: at(59) }, { parts: false });
+      expect(byTime.prunedBefore).toBeLessThanOrEqual(59);
+      expect((await store.getCheckpoint('long', 60))?.snapshot).toBe(expected.get(60));
+      expect(await store.pruneHistory('nobody', { keepNewest: 1 }, { parts: true })).toMatchObject({ checkpoints: 0 });
+      await store.close();
+    });
+
+    it('deletes agents that ended before a time, with everything of theirs, and nothing else', async () => {
+      const store = await open();
+      for (const id of ['old-done', 'old-stopped', 'active', 'new-done']) {
+        await store.createAgent(newAgent(id));
+        await store.commit([checkpoint(id, 1)]);
+      }
+      await store.commit([
+        { kind: 'status', agentId: 'old-done', status: 'done', error: null, at: at(1) },
+        { kind: 'status', agentId: 'old-stopped', status: 'stopped', error: null, at: at(2) },
+        { kind: 'status', agentId: 'new-done', status: 'done', error: null, at: at(900) },
+      ]);
+      expect((await store.deleteEndedAgents({ endedBefore: at(500), limit: 1 })).length).toBe(1);
+      expect(await store.deleteEndedAgents({ endedBefore: at(500), limit: 10 })).toHaveLength(1);
+      expect(await store.getAgent('old-done')).toBeUndefined();
+      expect(await store.getAgent('old-stopped')).toBeUndefined();
+      expect(await store.listCheckpoints('old-done')).toEqual([]);
+      expect((await store.getAgent('active'))?.status).toBe('active');
+      expect((await store.getAgent('new-done'))?.status).toBe('done');
       await store.close();
     });
 

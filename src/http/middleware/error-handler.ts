@@ -16,6 +16,7 @@ const STATUS_BY_CODE: Record<string, ContentfulStatusCode> = {
   unauthorized: 401,
   not_found: 404,
   conflict: 409,
+  checkpoint_pruned: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
   invalid_event: 422,

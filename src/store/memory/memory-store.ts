@@ -10,14 +10,18 @@ import type {
   HistoryOptions,
   NewAgent,
   Page,
+  PruneResult,
   RestorableAgent,
+  RetentionRule,
   Store,
   StoreStats,
   Write,
   WriteResult,
 } from '../store.js';
 import type { CheckpointFormat } from '../checkpoint-encoding.js';
+import { oldestKept } from '../retention.js';
 import { formatCode, wholeSnapshot, type StoredReader } from '../rows.js';
+import { referencedClosure } from '../snapshot-parts.js';
 import { planWrites, type AgentRead, type WritePlan } from '../write-plan.js';
 
 interface AgentData {
@@ -61,6 +65,7 @@ export class MemoryStore implements Store {
       error: null,
       createdAt: agent.createdAt,
       updatedAt: agent.createdAt,
+      prunedBefore: 0,
     };
     const checkpoints = first ? [{ ...first, state: copy(first.state), agentId: agent.id, seq: 1, createdAt: agent.createdAt }] : [];
     this.agents.set(agent.id, { pos: this.nextPos++, resting: false, record, input: copy(agent.input ?? {}), checkpoints, parts: new Map(), events: [], actions: [] });
@@ -192,6 +197,53 @@ export class MemoryStore implements Store {
   async loadRestorable(id: string): Promise<RestorableAgent | undefined> {
     const data = this.agents.get(id);
     return data?.record.status === 'active' ? this.restorable(data) : undefined;
+  }
+
+  async pruneHistory(agentId: string, rule: RetentionRule, options: { parts: boolean }): Promise<PruneResult> {
+    const data = this.agents.get(agentId);
+    const nothing = { checkpoints: 0, actions: 0, parts: 0, prunedBefore: data?.record.prunedBefore ?? 0 };
+    if (!data) return nothing;
+    const firstSince = rule.keepSince === undefined ? undefined : data.checkpoints.find((c) => c.createdAt >= rule.keepSince!)?.seq;
+    let kept = oldestKept(data.record.lastSeq, rule, firstSince);
+    if (kept === undefined) return nothing;
+    const at = data.checkpoints.find((c) => c.seq === kept);
+    if (at?.format === 'delta' && at.baseSeq !== undefined) kept = at.baseSeq;
+    if (kept <= data.record.prunedBefore) return nothing;
+    const before = { checkpoints: data.checkpoints.length, actions: data.actions.length, parts: data.parts.size };
+    data.checkpoints = data.checkpoints.filter((c) => c.seq >= kept);
+    data.actions = data.actions.filter((a) => a.seq >= kept);
+    data.record.prunedBefore = kept;
+    if (options.parts) {
+      // Actions and effects are kept as values here: only checkpoints refer to parts.
+      const live = referencedClosure(
+        data.checkpoints.filter((c) => c.format && c.format !== 'json').map((c) => c.snapshot),
+        (hashes) => new Map(hashes.flatMap((h) => (data.parts.has(h) ? [[h, data.parts.get(h)!] as const] : []))),
+      );
+      for (const hash of [...data.parts.keys()]) if (!live.has(hash)) data.parts.delete(hash);
+    }
+    return {
+      checkpoints: before.checkpoints - data.checkpoints.length,
+      actions: before.actions - data.actions.length,
+      parts: before.parts - data.parts.size,
+      prunedBefore: kept,
+    };
+  }
+
+  async deleteEndedAgents(options: { endedBefore: string; limit: number }): Promise<string[]> {
+    const ended = [...this.agents.values()]
+      .filter(({ record }) => (record.status === 'done' || record.status === 'stopped') && record.updatedAt < options.endedBefore)
+      .sort((a, b) => a.record.updatedAt.localeCompare(b.record.updatedAt))
+      .slice(0, options.limit)
+      .map(({ record }) => record.id);
+    for (const id of ended) {
+      this.agents.delete(id);
+      for (const [key, effect] of this.effects) if (effect.agentId === id) this.effects.delete(key);
+    }
+    return ended;
+  }
+
+  async sizeBytes(): Promise<number> {
+    return 0; // nothing on disk
   }
 
   async stats(): Promise<StoreStats> {

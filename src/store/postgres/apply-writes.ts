@@ -186,7 +186,11 @@ function newParts(writes: readonly (WriteOf<'checkpoint'> | WriteOf<'effect'>)[]
   return parts;
 }
 
-/** A part the agent already has (written by an earlier batch, or before a takeover) stays as it is: same hash, same body. */
+/**
+ * A part the agent already has (written by an earlier batch, or before a takeover) keeps its body
+ * (same hash, same body) and takes the newer seq: retention deletes only parts older than the
+ * oldest checkpoint it keeps, so one written again now is safe from a pruning under way.
+ */
 function insertParts(statement: Statement, parts: readonly NewPart[]): string {
   return statement.insert(
     'snapshot_parts',
@@ -196,7 +200,7 @@ function insertParts(statement: Statement, parts: readonly NewPart[]): string {
       ['seq', 'bigint', parts.map((p) => p.seq)],
       ['body', 'text', parts.map((p) => p.body)],
     ],
-    'on conflict do nothing',
+    'on conflict (agent_id, hash) do update set seq = greatest(snapshot_parts.seq, excluded.seq)',
   );
 }
 

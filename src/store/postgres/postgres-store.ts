@@ -13,7 +13,9 @@ import type {
   HistoryOptions,
   NewAgent,
   Page,
+  PruneResult,
   RestorableAgent,
+  RetentionRule,
   Store,
   StoreStats,
   Write,
@@ -43,6 +45,7 @@ import {
   type RestorableRow,
 } from '../rows.js';
 import { postgresReader } from './parts.js';
+import { deleteEndedAgents, pruneHistory, sizeBytes } from './pruning.js';
 import { listAgentsQuery, toAgentPage } from '../sql/agent-list.js';
 import { postgresDialect } from '../sql/dialect.js';
 import { historyQuery } from '../sql/history.js';
@@ -233,6 +236,18 @@ export class PostgresStore implements Store {
   async loadRestorable(id: string): Promise<RestorableAgent | undefined> {
     const { rows: [row] } = await this.pool.query<RestorableRow>(`${RESTORABLE} where a.id = $1 and a.status = 'active'`, [id]);
     return row && (await toRestorables([row], this.reader))[0];
+  }
+
+  async pruneHistory(agentId: string, rule: RetentionRule, options: { parts: boolean }): Promise<PruneResult> {
+    return pruneHistory(this.pool, agentId, rule, options);
+  }
+
+  async deleteEndedAgents(options: { endedBefore: string; limit: number }): Promise<string[]> {
+    return deleteEndedAgents(this.pool, options.endedBefore, options.limit);
+  }
+
+  async sizeBytes(): Promise<number> {
+    return sizeBytes(this.pool);
   }
 
   async stats(): Promise<StoreStats> {

@@ -115,6 +115,16 @@ export const migrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    // Retention: the oldest checkpoint a policy kept (checkpoints before it were pruned; 0: none).
+    id: 5,
+    name: 'retention',
+    sql: `
+      alter table agents add column pruned_before integer not null default 0;
+      create index checkpoints_time on checkpoints (agent_id, created_at);
+      create index agents_ended on agents (status, updated_at) where status in ('done', 'stopped');
+    `,
+  },
 ];
 
 /** Brings the schema up to date, one transaction per migration; refuses a newer schema. */

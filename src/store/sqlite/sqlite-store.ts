@@ -13,7 +13,9 @@ import type {
   HistoryOptions,
   NewAgent,
   Page,
+  PruneResult,
   RestorableAgent,
+  RetentionRule,
   Store,
   StoreStats,
   Write,
@@ -28,6 +30,7 @@ import { sqliteDialect, type SqlQuery } from '../sql/dialect.js';
 import { historyQuery } from '../sql/history.js';
 import { RESTORABLE, WORKING } from '../sql/restorable.js';
 import { migrate } from './migrations.js';
+import { SqlitePruning } from './sqlite-pruning.js';
 import { SqliteWrites } from './sqlite-writes.js';
 import { WalFlusher } from './wal-flusher.js';
 
@@ -45,6 +48,8 @@ export interface SqliteStoreOptions {
 export async function openSqliteStore(file: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const db = new Database(file);
+  // Before any table exists (it only takes on a new file): pruned pages can go back to the file system.
+  db.pragma('auto_vacuum = INCREMENTAL');
   db.pragma('journal_mode = WAL');
   // SQLite itself always runs at NORMAL: `full` adds our own fsync after each write transaction
   // (WalFlusher); an in-memory database has nothing to sync.
@@ -64,6 +69,7 @@ export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   private readonly sql;
   private readonly writes: SqliteWrites;
+  private readonly pruning: SqlitePruning;
   private readonly create: (agent: NewAgent) => { agent: AgentRecord; created: boolean };
   /** The shared queries' statements, prepared once per text (a listing has a few texts, by its filters). */
   private readonly statements = new Map<string, Database.Statement>();
@@ -105,6 +111,7 @@ export class SqliteStore implements Store {
       inboxDepth: q(`select sum(event_seq - inbox_position) as depth from agents where status = 'active'`),
     };
     this.writes = new SqliteWrites(db);
+    this.pruning = new SqlitePruning(db);
     this.reader = {
       parts: (agentId, hashes) => new Map(this.sql.parts.all(agentId, JSON.stringify(hashes)) as [string, string][]),
       chain: (agentId, from, to) => this.sql.chain.all(agentId, from, to) as string[],
@@ -194,6 +201,18 @@ export class SqliteStore implements Store {
   async loadRestorable(id: string): Promise<RestorableAgent | undefined> {
     const row = this.sql.restorable.get(id) as RestorableRow | undefined;
     return row && (await toRestorables([row], this.reader))[0];
+  }
+
+  async pruneHistory(agentId: string, rule: RetentionRule, options: { parts: boolean }): Promise<PruneResult> {
+    return this.durably(() => this.pruning.pruneHistory(agentId, rule, options));
+  }
+
+  async deleteEndedAgents(options: { endedBefore: string; limit: number }): Promise<string[]> {
+    return this.durably(() => this.pruning.deleteEndedAgents(options.endedBefore, options.limit));
+  }
+
+  async sizeBytes(): Promise<number> {
+    return this.pruning.sizeBytes();
   }
 
   async stats(): Promise<StoreStats> {

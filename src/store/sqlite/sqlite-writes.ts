@@ -40,8 +40,12 @@ export class SqliteWrites {
          values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       insertAction: q('insert into actions (agent_id, seq, action, payload, result, encoded, created_at) values (?, ?, ?, ?, ?, ?, ?)'),
-      // A part the agent already has (written by a checkpoint still in flight, or before a restart) stays as it is: same hash, same body.
-      insertPart: q('insert into snapshot_parts (agent_id, hash, seq, body) values (?, ?, ?, ?) on conflict do nothing'),
+      // A part the agent already has (written by a checkpoint still in flight, or before a restart) keeps its body (same hash,
+      // same body) and takes the newer seq: retention deletes only parts older than the oldest checkpoint it keeps.
+      insertPart: q(
+        `insert into snapshot_parts (agent_id, hash, seq, body) values (?, ?, ?, ?)
+         on conflict (agent_id, hash) do update set seq = max(snapshot_parts.seq, excluded.seq)`,
+      ),
       insertEvent: q('insert into events (agent_id, seq, type, body, idempotency_key, created_at) values (?, ?, ?, ?, ?, ?)'),
       // A key recorded by an earlier batch keeps its first result (the plan keeps the batch's first).
       insertEffect: q(
