@@ -4,8 +4,9 @@
  * native SQLite nor `pg`.
  */
 export { createRuntime, Runtime, type RuntimeOptions } from './runtime/runtime.js';
+export type { RetentionPolicy } from './runtime/pruner.js';
 export { currentAgent, type DurableAgentHandle } from './durable/current-agent.js';
-export type { ActorDeclaration, ActorKind, MachineDefinition, PersistedSnapshotJson, SnapshotUpgrade } from './durable/definition.js';
+export type { ActorDeclaration, ActorKind, MachineDefinition, MachineRetention, PersistedSnapshotJson, SnapshotUpgrade } from './durable/definition.js';
 export { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from './durable/commit-barrier.js';
 export { sleepUntil } from './durable/sleep-until.js';
 export { agentDefinition, AGENT_ACTORS, type AgentDependencies } from './agents/reference/definition.js';

@@ -31,6 +31,16 @@ export interface MachineDefinition {
    * decides when it processes the event.
    */
   refuse?: Readonly<Record<string, EventRefusal>>;
+  /** This machine's agents' retention, instead of the runtime's (`RuntimeOptions.retention`) for what it sets. */
+  retention?: MachineRetention;
+}
+
+/** How much of an agent's history to keep: a checkpoint either set rule keeps is kept, and always the last. */
+export interface MachineRetention {
+  /** The newest N checkpoints (and their action-log rows). */
+  keepCheckpoints?: number;
+  /** The checkpoints of the last D days. */
+  keepDays?: number;
 }
 
 /**

@@ -8,6 +8,7 @@ const EVERY_CALLBACK: Record<Callback, true> = {
   batchCommitted: true,
   agentFailed: true,
   ownershipChanged: true,
+  pruned: true,
 };
 const CALLBACKS = Object.keys(EVERY_CALLBACK) as Callback[];
 

@@ -23,7 +23,7 @@ export interface Metrics extends HttpMetrics {
 
 /** The part of `Runtime` the gauges read, once per scrape. */
 export interface ObservedRuntime {
-  stats(): Promise<{ agentsByStatus: Record<string, number>; liveByState: Record<string, number>; inboxDepth: number; live: number }>;
+  stats(): Promise<{ agentsByStatus: Record<string, number>; liveByState: Record<string, number>; inboxDepth: number; live: number; storeBytes: number }>;
 }
 
 /**
@@ -97,6 +97,11 @@ export function createMetrics(options: RuntimeMetricsOptions = {}): Metrics {
         labelNames: ['state'] as const,
         registers: [registry],
       });
+      const storeBytes = new Gauge({
+        name: 'durable_agents_store_bytes',
+        help: 'What the store takes on disk (SQLite: pages in use; Postgres: its tables and indexes)',
+        registers: [registry],
+      });
       const seenStates = new Set<string>();
       refresh = async () => {
         const stats = await runtime.stats();
@@ -107,6 +112,7 @@ export function createMetrics(options: RuntimeMetricsOptions = {}): Metrics {
         for (const state of Object.keys(byState)) seenStates.add(state);
         for (const state of seenStates) liveByState.set({ state }, byState[state] ?? 0);
         inbox.set(stats.inboxDepth);
+        storeBytes.set(stats.storeBytes);
       };
     },
     async render() {

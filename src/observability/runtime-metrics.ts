@@ -113,6 +113,15 @@ export function createRuntimeMetrics(registry: Registry, { effects }: RuntimeMet
     registers,
   });
 
+  const pruned = new Counter({
+    name: 'durable_agents_pruned_rows_total',
+    help: 'Rows the retention policy deleted: checkpoints, action-log rows, consumed inbox events, snapshot parts, and ended agents',
+    labelNames: ['what'] as const,
+    registers,
+  });
+  const PRUNED = ['checkpoints', 'actions', 'events', 'parts', 'agents'] as const;
+  for (const what of PRUNED) pruned.inc({ what }, 0);
+
   // Known label values start at 0, so a rate() or an alert sees the series before the first event.
   for (const outcome of OUTCOMES) {
     llmCalls.inc({ outcome }, 0);
@@ -170,6 +179,9 @@ export function createRuntimeMetrics(registry: Registry, { effects }: RuntimeMet
     },
     ownershipChanged({ change, agents }) {
       ownership.inc({ change }, agents);
+    },
+    pruned(totals) {
+      for (const what of PRUNED) if (totals[what] > 0) pruned.inc({ what }, totals[what]);
     },
   };
 }

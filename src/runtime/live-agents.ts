@@ -53,6 +53,11 @@ export class LiveAgents implements HostOwner {
     return this.hosts.get(agentId);
   }
 
+  /** In memory, or being brought back. */
+  holds(agentId: string): boolean {
+    return this.hosts.has(agentId) || this.waking.has(agentId);
+  }
+
   all(): IterableIterator<AgentHost> {
     return this.hosts.values();
   }

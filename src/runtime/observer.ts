@@ -32,6 +32,8 @@ export interface RuntimeObserver {
    * lease ran out).
    */
   ownershipChanged?(event: { change: OwnershipChange; agents: number }): void;
+  /** A retention run deleted rows (checkpoints, action-log rows, parts) or ended agents. */
+  pruned?(event: { checkpoints: number; actions: number; events: number; parts: number; agents: number }): void;
 }
 
 export const OWNERSHIP_CHANGES = ['adopted', 'fenced', 'lease-lost'] as const;

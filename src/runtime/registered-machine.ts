@@ -2,7 +2,7 @@ import type { AnyMachineSnapshot, AnyStateMachine, StateNode } from 'xstate';
 import type { z } from 'zod';
 import { InvalidEventError, InvalidInputError } from '../core/errors.js';
 import { describeIssues } from '../core/validation-issues.js';
-import type { ActorDeclaration, MachineDefinition, SnapshotUpgrade } from '../durable/definition.js';
+import type { ActorDeclaration, MachineDefinition, SnapshotUpgrade, MachineRetention } from '../durable/definition.js';
 import type { InboxEvent } from '../store/store.js';
 import { makeDurable } from './durable-machine.js';
 
@@ -20,6 +20,7 @@ export interface RegisteredMachine {
   eventTypes: readonly string[];
   /** Top-level state names. */
   states: readonly string[];
+  retention: MachineRetention | undefined;
   input: z.ZodType | undefined;
   events: Record<string, z.ZodType>;
   /** What each invoked actor is, by src; an actor not declared is a `call`. */
@@ -39,6 +40,7 @@ export function registerMachine(def: MachineDefinition): RegisteredMachine {
     durable: makeDurable(def.machine),
     eventTypes: userEventTypes(def.machine),
     states: Object.keys(def.machine.root.states),
+    retention: def.retention,
     input: def.input,
     events: def.events ?? {},
     actors: new Map(Object.entries(def.actors ?? {})),

@@ -1,7 +1,7 @@
 // The runtime's public API in one class, so that a reader sees every command and query in one place;
 // each method is a few lines over LiveAgents, Watchers, the store or ownership, which do the work.
 import type { AnyMachineSnapshot, InspectionEvent } from 'xstate';
-import { ConflictError, CorruptStateError, NotFoundError } from '../core/errors.js';
+import { ConflictError, CorruptStateError, NotFoundError, PrunedError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { topLevelState } from '../core/state-value.js';
 import type { MachineDefinition } from '../durable/definition.js';
@@ -13,6 +13,7 @@ import { assertValidId, generateId } from './ids.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import { LiveAgents } from './live-agents.js';
 import type { Observe, RuntimeObserver } from './observer.js';
+import { Pruner, type RetentionPolicy } from './pruner.js';
 import { createOwnership } from './ownership.js';
 import { acceptedEventTypes, registerMachine, validateEvent, validateInput, type RegisteredMachine } from './registered-machine.js';
 import { parseJsonObject } from './restore.js';
@@ -38,6 +39,11 @@ export interface RuntimeOptions {
   passivateAfterMs?: number;
   /** Metrics and traces hook in here. */
   observer?: RuntimeObserver;
+  /**
+   * What to prune, in the background, in small transactions (see `RetentionPolicy`; a machine's own
+   * `retention` takes precedence for its agents). Unset: everything is kept.
+   */
+  retention?: RetentionPolicy;
   /** XState's `inspect` option for every agent actor, e.g. a Stately inspector's (see observability/inspector.ts). */
   inspect?: (event: InspectionEvent) => void;
 }
@@ -76,6 +82,7 @@ export class Runtime {
   private readonly observer: RuntimeObserver;
   private readonly skipResting: boolean;
   private closing = false;
+  private readonly pruner: Pruner | undefined;
 
   constructor(options: RuntimeOptions) {
     const { store } = options;
@@ -107,6 +114,17 @@ export class Runtime {
       leases &&
       createOwnership({ leases, store, live: this.live, watchers: this.watchers, log: this.log, observe: this.observe, skipResting: this.skipResting });
     this.observe('machinesRegistered', [...this.machines.values()]);
+    const retention = options.retention;
+    const machineRetention = (name: string) => this.machines.get(name)?.retention;
+    if (retention || [...this.machines.values()].some((m) => m.retention)) {
+      this.pruner = new Pruner(store, retention ?? {}, machineRetention, (id) => this.live.holds(id), this.log, (totals) => this.observe('pruned', totals));
+      this.pruner.start();
+    }
+  }
+
+  /** Runs the retention policy once now (it also runs on its timer); nothing without a policy. */
+  async prune(now?: number): Promise<void> {
+    await this.pruner?.runOnce(now);
   }
 
   get liveAgents(): number {
@@ -178,7 +196,7 @@ export class Runtime {
     assertValidId(newId);
     const source = await this.agentOrThrow(agentId);
     const checkpoint = await this.store.getCheckpoint(agentId, seq);
-    if (!checkpoint) throw new NotFoundError('checkpoint', `${agentId}@${seq}`);
+    if (!checkpoint) throw this.missingCheckpoint(source, seq);
     if (checkpoint.unreadable !== undefined) throw new CorruptStateError(agentId, `checkpoint ${seq} cannot be read: ${checkpoint.unreadable}.`);
     const { unreadable: _unreadable, ...whole } = checkpoint;
     const { agent, created } = await this.store.createAgent({
@@ -236,14 +254,20 @@ export class Runtime {
   /** One checkpoint whole, its snapshot parsed; NotFoundError for an unknown agent or seq, CorruptStateError for a damaged snapshot. */
   async checkpoint(agentId: string, seq: number): Promise<Omit<CheckpointRecord, 'snapshot'> & { snapshot: Record<string, unknown> }> {
     const checkpoint = await this.store.getCheckpoint(agentId, seq);
-    if (!checkpoint) {
-      await this.agentOrThrow(agentId);
-      throw new NotFoundError('checkpoint', `${agentId}@${seq}`);
-    }
+    if (!checkpoint) throw this.missingCheckpoint(await this.agentOrThrow(agentId), seq);
     if (checkpoint.unreadable !== undefined) throw new CorruptStateError(agentId, `checkpoint ${seq} cannot be read: ${checkpoint.unreadable}.`);
     const snapshot = parseJsonObject(checkpoint.snapshot);
     if (!snapshot) throw new CorruptStateError(agentId, `checkpoint ${seq} does not hold a JSON snapshot object.`);
     return { ...checkpoint, snapshot };
+  }
+
+  /** Checkpoints before this seq were pruned by the retention policy (0: none); NotFoundError for an unknown agent. */
+  async prunedBefore(agentId: string): Promise<number> {
+    return (await this.agentOrThrow(agentId)).prunedBefore;
+  }
+
+  private missingCheckpoint(agent: AgentRecord, seq: number): Error {
+    return seq < agent.prunedBefore ? new PrunedError(agent.id, seq, agent.prunedBefore) : new NotFoundError('checkpoint', `${agent.id}@${seq}`);
   }
 
   /** The agent's action log, oldest first (with `newest: n`, the last n); NotFoundError for an unknown agent. */
@@ -275,14 +299,14 @@ export class Runtime {
   }
 
   /** Figures for gauges: agents by status (store), live agents by top-level state, inbox depth. */
-  async stats(): Promise<{ agentsByStatus: Record<string, number>; liveByState: Record<string, number>; inboxDepth: number; live: number }> {
-    const { agentsByStatus, inboxDepth } = await this.store.stats();
+  async stats(): Promise<{ agentsByStatus: Record<string, number>; liveByState: Record<string, number>; inboxDepth: number; live: number; storeBytes: number }> {
+    const [{ agentsByStatus, inboxDepth }, storeBytes] = await Promise.all([this.store.stats(), this.store.sizeBytes()]);
     const liveByState: Record<string, number> = {};
     for (const host of this.live.all()) {
       const state = topLevelState(host.latest?.state);
       liveByState[state] = (liveByState[state] ?? 0) + 1;
     }
-    return { agentsByStatus, liveByState, inboxDepth, live: this.live.size };
+    return { agentsByStatus, liveByState, inboxDepth, live: this.live.size, storeBytes };
   }
 
   /** Calls `listener` with the agent's view after each committed transition; returns the unsubscribe. */
@@ -309,6 +333,7 @@ export class Runtime {
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
+    await this.pruner?.stop();
     await this.leaseKeeper?.stop();
     this.live.close();
     await this.committer.drain();

@@ -46,6 +46,12 @@ export interface Config {
     /** Agents resting this long leave memory (0: never). */
     passivateAfterMs: number;
   };
+  /** What the background pruner deletes; 0: that rule is off (the default: everything is kept). */
+  retention: {
+    keepCheckpoints: number;
+    keepDays: number;
+    keepFinishedDays: number;
+  };
   log: {
     level: LogLevel;
     /** `auto`: readable lines on a terminal, JSON lines otherwise. */
@@ -160,6 +166,20 @@ export const OPTIONS: OptionTable = {
       help: 'agents resting this long leave memory until their next event (0: never)',
     },
   },
+  retention: {
+    keepCheckpoints: {
+      flag: 'keep-checkpoints', env: 'DURABLE_AGENTS_KEEP_CHECKPOINTS', default: 0, parse: integer(), value: 'N',
+      help: "keep each agent's newest N checkpoints (and their action-log rows); older ones are pruned in the background (0: keep all)",
+    },
+    keepDays: {
+      flag: 'keep-days', env: 'DURABLE_AGENTS_KEEP_DAYS', default: 0, parse: nonNegativeNumber, value: 'D',
+      help: 'keep the checkpoints of the last D days; with --keep-checkpoints too, a checkpoint either keeps is kept (0: keep all)',
+    },
+    keepFinishedDays: {
+      flag: 'keep-finished-days', env: 'DURABLE_AGENTS_KEEP_FINISHED_DAYS', default: 0, parse: nonNegativeNumber, value: 'D',
+      help: 'delete agents that ended (done or stopped) D days ago, with everything of theirs (0: keep them)',
+    },
+  },
   log: {
     level: { flag: 'log-level', env: 'LOG_LEVEL', default: DEFAULT_LOG_LEVEL, parse: oneOf(LOG_LEVELS), value: 'LEVEL', help: LOG_LEVELS.join(', ') },
     format: {
@@ -205,6 +225,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     agent: section(OPTIONS.agent),
     outbound: section(OPTIONS.outbound),
     runtime: section(OPTIONS.runtime),
+    retention: section(OPTIONS.retention),
     log: section(OPTIONS.log),
     inspect: read(INSPECT_OPTION),
   };

@@ -11,6 +11,7 @@ import { openSqliteStore } from '../store/sqlite/sqlite-store.js';
 import type { Store } from '../store/store.js';
 import { BUILTIN_TOOLS } from '../agents/reference/builtin-tools.js';
 import { agentDefinition } from '../agents/reference/definition.js';
+import type { RetentionPolicy } from '../runtime/pruner.js';
 import { createRuntime, type Runtime } from '../runtime/runtime.js';
 import { createServer } from '../http/app.js';
 
@@ -49,6 +50,7 @@ export async function main(
     observer: observability.observer,
     ...(observability.inspect ? { inspect: observability.inspect } : {}),
     ...(passivateAfterMs > 0 ? { passivateAfterMs } : {}),
+    ...retentionOf(config),
     machines: [
       agentDefinition({
         llm,
@@ -140,4 +142,14 @@ function listen(fetch: Parameters<typeof serve>[0]['fetch'], config: Config['ser
     });
     server.once('error', reject);
   });
+}
+
+/** The pruner's policy from the flags; none when every rule is off (everything is kept). */
+function retentionOf({ retention }: Config): { retention: RetentionPolicy } | Record<string, never> {
+  const policy: RetentionPolicy = {
+    ...(retention.keepCheckpoints > 0 ? { keepCheckpoints: retention.keepCheckpoints } : {}),
+    ...(retention.keepDays > 0 ? { keepDays: retention.keepDays } : {}),
+    ...(retention.keepFinishedDays > 0 ? { keepFinishedDays: retention.keepFinishedDays } : {}),
+  };
+  return Object.keys(policy).length > 0 ? { retention: policy } : {};
 }

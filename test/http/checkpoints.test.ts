@@ -36,6 +36,25 @@ describe('GET /agents/:id/checkpoints', () => {
     expect([...times].sort()).toEqual(times);
   });
 
+  it('says what the retention policy pruned, and answers 410 checkpoint_pruned for reading or forking a pruned checkpoint', async () => {
+    t = await testApp({ retention: { keepCheckpoints: 2, everyMs: 3_600_000 } });
+    await agentWithOneTask();
+    expect((await getJson(t.app, '/agents/c1/checkpoints')).body.prunedBefore).toBe(0);
+    await t.runtime.prune();
+    const { body } = await getJson(t.app, '/agents/c1/checkpoints');
+    const items = body.items as { seq: number }[];
+    expect(body.prunedBefore).toBe(items[0]!.seq);
+    expect(items.length).toBeGreaterThanOrEqual(2);
+    const pruned = await getJson(t.app, '/agents/c1/checkpoints/1');
+    expect(pruned.status).toBe(410);
+    expect(pruned.body).toMatchObject({ error: { code: 'checkpoint_pruned', message: expect.stringContaining(`the oldest kept is ${String(body.prunedBefore)}`) } });
+    const fork = await postJson(t.app, '/agents/c1/fork', { checkpoint: 1 });
+    expect(fork.status).toBe(410);
+    expect((await getJson(t.app, `/agents/c1/checkpoints/${String(body.prunedBefore)}`)).status).toBe(200);
+    // A seq never written is still a 404.
+    expect((await getJson(t.app, '/agents/c1/checkpoints/999')).status).toBe(404);
+  });
+
   it('answers 404 for an unknown agent and 400 invalid_id for a malformed id', async () => {
     t = await testApp();
     expect((await getJson(t.app, '/agents/nope/checkpoints')).status).toBe(404);

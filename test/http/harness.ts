@@ -1,6 +1,7 @@
 // Test harness for the HTTP layer: the runtime fixture (test/helpers/runtime.ts: a temp SQLite file,
 // the reference agent with the simulated LLM, logs captured) with the HTTP app on top, driven
 // through `app.request()` (no port).
+import type { RetentionPolicy } from '../../src/runtime/pruner.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { vi } from 'vitest';
@@ -31,11 +32,12 @@ export interface TestApp {
 }
 
 export async function testApp(
-  options: { llm?: LlmClient; token?: string; bodyLimit?: number; shutdown?: AbortSignal } = {},
+  options: { llm?: LlmClient; token?: string; bodyLimit?: number; shutdown?: AbortSignal; retention?: RetentionPolicy } = {},
 ): Promise<TestApp> {
   const { runtime, store, file, logger, logs } = await startRuntime({
     machines: [agentDefinition({ llm: options.llm ?? createSimulatedLlm() }), toggleDefinition],
     logs: 'captured',
+    ...(options.retention ? { retention: options.retention } : {}),
   });
   const serverOptions: ServerOptions = { runtime, logger };
   if (options.token !== undefined) serverOptions.token = options.token;

@@ -17,6 +17,7 @@ describe('loadConfig defaults', () => {
       agent: { maxAttempts: 5, baseDelayMs: 500, webhookTimeoutMs: undefined },
       outbound: { allow: parseOutboundPolicy(undefined) },
       runtime: { passivateAfterMs: 60_000 },
+      retention: { keepCheckpoints: 0, keepDays: 0, keepFinishedDays: 0 },
       log: { level: 'info', format: 'auto' },
       inspect: undefined,
     } satisfies Config);
@@ -41,6 +42,9 @@ const SETTINGS: [string, string, string, (c: Config) => unknown, unknown][] = [
   ['database-url', 'DATABASE_URL', 'postgres://pg@db/agents', (c) => c.store.databaseUrl, 'postgres://pg@db/agents'],
   ['synchronous', 'DURABLE_AGENTS_SYNCHRONOUS', 'normal', (c) => c.store.synchronous, 'normal'],
   ['lease-ms', 'LEASE_MS', '2000', (c) => c.store.leaseMs, 2_000],
+  ['keep-checkpoints', 'DURABLE_AGENTS_KEEP_CHECKPOINTS', '50', (c) => c.retention.keepCheckpoints, 50],
+  ['keep-days', 'DURABLE_AGENTS_KEEP_DAYS', '7.5', (c) => c.retention.keepDays, 7.5],
+  ['keep-finished-days', 'DURABLE_AGENTS_KEEP_FINISHED_DAYS', '30', (c) => c.retention.keepFinishedDays, 30],
   ['llm-base-url', 'OPENAI_BASE_URL', 'http://llm.test/v1', (c) => c.llm.baseUrl, 'http://llm.test/v1'],
   ['llm-api-key', 'OPENAI_API_KEY', 'sk-test', (c) => c.llm.apiKey, 'sk-test'],
   ['model', 'OPENAI_MODEL', 'gpt-x', (c) => c.llm.model, 'gpt-x'],

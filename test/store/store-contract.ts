@@ -470,6 +470,19 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       await store.close();
     });
 
+    it('prunes the inbox events consumed before the oldest kept checkpoint, and no other', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('inbox'));
+      const event = (n: number, ms: number): Write => ({ kind: 'event', agentId: 'inbox', event: { type: 'e', n }, idempotencyKey: `k${n}`, at: at(ms) });
+      await store.commit([event(1, 0), event(2, 0), event(3, 5), event(4, 6)]);
+      await store.commit([1, 2, 3, 4, 5, 6].map((seq) => checkpoint('inbox', seq, { inboxPosition: Math.min(seq, 3) })));
+      const result = await store.pruneHistory('inbox', { keepNewest: 2 }, { parts: true });
+      expect(result).toMatchObject({ checkpoints: 4, prunedBefore: 5, events: 2 });
+      // Event 3 came after the oldest kept checkpoint was written; event 4 is not consumed yet.
+      expect((await store.eventsAfter('inbox', 0)).map((e) => e.seq)).toEqual([3, 4]);
+      await store.close();
+    });
+
     it('deletes agents that ended before a time, with everything of theirs, and nothing else', async () => {
       const store = await open();
       for (const id of ['old-done', 'old-stopped', 'active', 'new-done']) {

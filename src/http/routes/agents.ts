@@ -87,7 +87,7 @@ const forkRoute = createRoute({
   tags: ['checkpoints'],
   summary: 'A new agent restored from one checkpoint of this one, started',
   request: { params: AgentParamsSchema, body: jsonRequestBody(ForkBodySchema) },
-  responses: { 201: jsonResponse(AgentViewSchema, 'The new agent'), ...errorResponses(...BODY_ERRORS, 404, 409) },
+  responses: { 201: jsonResponse(AgentViewSchema, 'The new agent'), ...errorResponses(...BODY_ERRORS, 404, 409, 410) },
 });
 
 export function registerAgentRoutes(app: ApiApp, { runtime, metrics, jsonBody }: Pick<RouteDeps, 'runtime' | 'metrics' | 'jsonBody'>): void {

@@ -22,7 +22,14 @@ const CheckpointSummarySchema = z
   })
   .openapi('CheckpointSummary');
 
-const CheckpointListSchema = z.object({ items: z.array(CheckpointSummarySchema) }).openapi('CheckpointList');
+const CheckpointListSchema = z
+  .object({
+    items: z.array(CheckpointSummarySchema),
+    prunedBefore: z.number().int().openapi({
+      description: 'Checkpoints before this seq were pruned by the retention policy (0: none); reading or forking one is a 410',
+    }),
+  })
+  .openapi('CheckpointList');
 
 const CheckpointSchema = z
   .object({
@@ -55,14 +62,15 @@ const getCheckpointRoute = createRoute({
   tags: ['checkpoints'],
   summary: 'One persisted snapshot, whole',
   request: { params: CheckpointParamsSchema },
-  responses: { 200: jsonResponse(CheckpointSchema, 'The checkpoint with its snapshot'), ...errorResponses(400, 404) },
+  responses: { 200: jsonResponse(CheckpointSchema, 'The checkpoint with its snapshot'), ...errorResponses(400, 404, 410) },
 });
 
 export function registerCheckpointRoutes(app: ApiApp, { runtime }: Pick<RouteDeps, 'runtime'>): void {
   app.openapi(listCheckpointsRoute, async (c) => {
-    const checkpoints = await runtime.checkpoints(c.req.valid('param').id);
+    const { id } = c.req.valid('param');
+    const checkpoints = await runtime.checkpoints(id);
     const items = checkpoints.map(({ seq, state, progress, createdAt, status, eventType }) => ({ seq, state, progress, createdAt, status, eventType }));
-    return c.json({ items }, 200);
+    return c.json({ items, prunedBefore: await runtime.prunedBefore(id) }, 200);
   });
 
   app.openapi(getCheckpointRoute, async (c) => {

@@ -27,6 +27,7 @@ const ERROR_TEXT = {
   401: 'Missing or wrong bearer token (`unauthorized`)',
   404: 'Unknown agent, machine, checkpoint or route (`not_found`)',
   409: 'Conflict with the stored state (`conflict`)',
+  410: 'The checkpoint was pruned by the retention policy (`checkpoint_pruned`)',
   413: 'Body over the limit (`payload_too_large`)',
   415: 'Body not sent as application/json (`unsupported_media_type`)',
   422: 'Event not valid for the machine (`invalid_event`)',

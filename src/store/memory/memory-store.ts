@@ -201,7 +201,7 @@ export class MemoryStore implements Store {
 
   async pruneHistory(agentId: string, rule: RetentionRule, options: { parts: boolean }): Promise<PruneResult> {
     const data = this.agents.get(agentId);
-    const nothing = { checkpoints: 0, actions: 0, parts: 0, prunedBefore: data?.record.prunedBefore ?? 0 };
+    const nothing = { checkpoints: 0, actions: 0, events: 0, parts: 0, prunedBefore: data?.record.prunedBefore ?? 0 };
     if (!data) return nothing;
     const firstSince = rule.keepSince === undefined ? undefined : data.checkpoints.find((c) => c.createdAt >= rule.keepSince!)?.seq;
     let kept = oldestKept(data.record.lastSeq, rule, firstSince);
@@ -209,7 +209,9 @@ export class MemoryStore implements Store {
     const at = data.checkpoints.find((c) => c.seq === kept);
     if (at?.format === 'delta' && at.baseSeq !== undefined) kept = at.baseSeq;
     if (kept <= data.record.prunedBefore) return nothing;
-    const before = { checkpoints: data.checkpoints.length, actions: data.actions.length, parts: data.parts.size };
+    const before = { checkpoints: data.checkpoints.length, actions: data.actions.length, events: data.events.length, parts: data.parts.size };
+    const keptAt = data.checkpoints.find((c) => c.seq === kept)?.createdAt ?? '';
+    data.events = data.events.filter((e) => e.seq > data.record.inboxPosition || e.createdAt >= keptAt);
     data.checkpoints = data.checkpoints.filter((c) => c.seq >= kept);
     data.actions = data.actions.filter((a) => a.seq >= kept);
     data.record.prunedBefore = kept;
@@ -224,6 +226,7 @@ export class MemoryStore implements Store {
     return {
       checkpoints: before.checkpoints - data.checkpoints.length,
       actions: before.actions - data.actions.length,
+      events: before.events - data.events.length,
       parts: before.parts - data.parts.size,
       prunedBefore: kept,
     };

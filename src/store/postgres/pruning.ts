@@ -24,8 +24,8 @@ async function pruneIn(client: pg.PoolClient, agentId: string, rule: RetentionRu
     'select last_seq, pruned_before from agents where id = $1 for update',
     [agentId],
   );
-  if (!agent) return { checkpoints: 0, actions: 0, parts: 0, prunedBefore: 0 };
-  const nothing = { checkpoints: 0, actions: 0, parts: 0, prunedBefore: agent.pruned_before };
+  if (!agent) return { checkpoints: 0, actions: 0, events: 0, parts: 0, prunedBefore: 0 };
+  const nothing = { checkpoints: 0, actions: 0, events: 0, parts: 0, prunedBefore: agent.pruned_before };
   let firstSince: number | undefined;
   if (rule.keepSince !== undefined) {
     const { rows } = await client.query<{ seq: number | null }>('select min(seq) as seq from checkpoints where agent_id = $1 and created_at >= $2', [agentId, rule.keepSince]);
@@ -37,6 +37,14 @@ async function pruneIn(client: pg.PoolClient, agentId: string, rule: RetentionRu
   const { rows: [base] } = await client.query<{ base_seq: number | null }>('select base_seq from checkpoints where agent_id = $1 and seq = $2 and encoded = 2', [agentId, kept]);
   kept = base?.base_seq ?? kept;
   if (kept <= agent.pruned_before) return nothing;
+  const events =
+    (
+      await client.query(
+        `delete from events where agent_id = $1 and seq <= (select inbox_position from agents where id = $1)
+           and created_at < (select created_at from checkpoints where agent_id = $1 and seq = $2)`,
+        [agentId, kept],
+      )
+    ).rowCount ?? 0;
   const checkpoints = (await client.query('delete from checkpoints where agent_id = $1 and seq < $2', [agentId, kept])).rowCount ?? 0;
   const actions = (await client.query('delete from actions where agent_id = $1 and seq < $2', [agentId, kept])).rowCount ?? 0;
   await client.query('update agents set pruned_before = $2 where id = $1', [agentId, kept]);
@@ -58,7 +66,7 @@ async function pruneIn(client: pg.PoolClient, agentId: string, rule: RetentionRu
     // Only parts first written before the oldest kept checkpoint: a newer one may belong to a write on its way.
     deleted = (await client.query('delete from snapshot_parts where agent_id = $1 and seq < $2 and not (hash = any($3::text[]))', [agentId, kept, [...live]])).rowCount ?? 0;
   }
-  return { checkpoints, actions, parts: deleted, prunedBefore: kept };
+  return { checkpoints, actions, events, parts: deleted, prunedBefore: kept };
 }
 
 export async function deleteEndedAgents(pool: pg.Pool, endedBefore: string, limit: number): Promise<string[]> {

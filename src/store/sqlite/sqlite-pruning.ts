@@ -11,7 +11,7 @@ import type { PruneResult, RetentionRule } from '../store.js';
 
 /** Pages returned to the file system after each pruning transaction: ~1 MB, a few milliseconds. */
 const VACUUM_PAGES = 256;
-const NOTHING: PruneResult = { checkpoints: 0, actions: 0, parts: 0, prunedBefore: 0 };
+const NOTHING: PruneResult = { checkpoints: 0, actions: 0, events: 0, parts: 0, prunedBefore: 0 };
 
 export class SqlitePruning {
   private readonly sql;
@@ -26,6 +26,10 @@ export class SqlitePruning {
       baseOf: q('select base_seq from checkpoints where agent_id = ? and seq = ? and encoded = 2').pluck(),
       deleteCheckpoints: q('delete from checkpoints where agent_id = ? and seq < ?'),
       deleteActions: q('delete from actions where agent_id = ? and seq < ?'),
+      deleteEvents: q(
+        `delete from events where agent_id = @agentId and seq <= (select inbox_position from agents where id = @agentId)
+           and created_at < (select created_at from checkpoints where agent_id = @agentId and seq = @kept)`,
+      ),
       setPruned: q('update agents set pruned_before = ? where id = ?'),
       keptTexts: q(
         `select snapshot from checkpoints where agent_id = ? and encoded > 0
@@ -55,6 +59,7 @@ export class SqlitePruning {
       kept = (this.sql.baseOf.get(agentId, kept) as number | undefined) ?? kept;
       if (kept <= agent.prunedBefore) return { ...NOTHING, prunedBefore: agent.prunedBefore };
       const result = {
+        events: this.sql.deleteEvents.run({ agentId, kept }).changes,
         checkpoints: this.sql.deleteCheckpoints.run(agentId, kept).changes,
         actions: this.sql.deleteActions.run(agentId, kept).changes,
         parts: 0,
@@ -82,7 +87,7 @@ export class SqlitePruning {
 
   pruneHistory(agentId: string, rule: RetentionRule, options: { parts: boolean }): PruneResult {
     const result = this.prune(agentId, rule, options.parts);
-    if (result.checkpoints + result.actions + result.parts > 0) this.vacuum();
+    if (result.checkpoints + result.actions + result.events + result.parts > 0) this.vacuum();
     return result;
   }
 
