@@ -232,6 +232,35 @@ describe('the tool loop, through the openai client', () => {
     expect(contextOf(view).results.map((r) => [r.seq, r.task, r.turns])).toEqual([[1, 'one', 1], [2, 'two', 1], [3, 'three', 1]]);
   });
 
+  it('carries a tool result of 3 MB through the loop and stores it once, not once per later checkpoint', async () => {
+    await fresh();
+    const big = JSON.stringify({ rows: Array.from({ length: 100_000 }, (_, i) => ({ id: i, text: `row ${i} of the export` })) });
+    expect(big.length).toBeGreaterThan(3_000_000);
+    const report = tool({ name: 'export_rows', parameters: z.object({}), execute: () => big });
+    const t = await start({ codeTools: [report] });
+    fake.script({ toolCalls: [{ id: 'x', name: 'export_rows', arguments: {} }] }, { content: 'Exported.' });
+    await t.runtime.spawn('agent', { id: 'big1', input: { tasks: ['export the rows', 'and say hello'] } });
+    await waitForView(t.runtime, 'big1', idleAfter(2));
+    // The model got the whole result back.
+    expect(shape(fake.calls[1]!).at(-1)!.length).toBeGreaterThan(3_000_000);
+    const db = t.store.db;
+    const checkpoints = db.prepare(`select count(*) as n, max(length(snapshot)) as largest from checkpoints where agent_id = 'big1'`).get() as { n: number; largest: number };
+    expect(checkpoints.n).toBeGreaterThan(8);
+    // Every checkpoint after the tool ran holds the result, by reference only.
+    expect(checkpoints.largest).toBeLessThan(10_000);
+    const parts = db.prepare(`select count(*) as n, sum(length(body)) as bytes from snapshot_parts where agent_id = 'big1' and length(body) > 1000000`).get() as { n: number; bytes: number };
+    expect(parts.n).toBe(1);
+    const total = db.prepare(`select sum(length(body)) from snapshot_parts where agent_id = 'big1'`).pluck().get() as number;
+    const rest = (db.prepare(`select coalesce(sum(length(result)), 0) + coalesce(sum(length(payload)), 0) from actions where agent_id = 'big1'`).pluck().get() as number)
+      + (db.prepare(`select coalesce(sum(length(result)), 0) from effects where agent_id = 'big1'`).pluck().get() as number);
+    expect(total + rest).toBeLessThan(1.2 * parts.bytes);
+    // And it reads back whole: the checkpoint after the tool round, through the runtime.
+    const afterTools = (await t.runtime.checkpoints('big1')).find((c) => JSON.stringify(c.state) === JSON.stringify({ callingLLM: 'requesting' }) && c.seq > 3)!;
+    const { snapshot } = await t.runtime.checkpoint('big1', afterTools.seq);
+    const toolMessage = (snapshot.context as AgentContext).messages.find((m) => m.role === 'tool');
+    expect(toolMessage?.content).toBe(big);
+  });
+
   it('offers tools registered in code, validated by their zod parameters, with the call key', async () => {
     await fresh();
     const seen: unknown[] = [];
