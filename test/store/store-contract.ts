@@ -47,18 +47,28 @@ export function checkpoint(agentId: string, seq: number, extra: Partial<Extract<
  * must read back as.
  */
 async function talk(store: Store, agentId: string, n: number): Promise<Map<number, string>> {
+  return (await talkWithFormats(store, agentId, n)).expected;
+}
+
+const answerAt = (seq: number) => `answer ${seq}: ${'many words '.repeat(60)}`;
+
+/** `talk`, and the formats its checkpoints were written in. */
+async function talkWithFormats(store: Store, agentId: string, n: number): Promise<{ expected: Map<number, string>; formats: Set<string> }> {
+  const formats = new Set<string>();
   const encoder = new CheckpointEncoder();
   const settings = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [`setting${i}`, i]));
   let context: Record<string, unknown> = { ...settings, messages: [], turn: 0 };
   const expected = new Map<number, string>();
-  const answer = (seq: number) => `answer ${seq}: ${'many words '.repeat(60)}`;
+  const answer = answerAt;
   let batch: Write[] = [];
   for (let seq = 1; seq <= n; seq++) {
     const message = { role: seq % 2 ? 'user' : 'assistant', content: seq % 3 ? `short ${seq}` : answer(seq) };
     context = { ...context, messages: [...(context.messages as unknown[]), message], turn: seq };
     const snapshot = { status: 'active', value: `s${seq}`, historyValue: {}, context, children: {} };
     const encoded = encoder.encode(snapshot, seq);
+    formats.add(encoded.format);
     expected.set(seq, JSON.stringify(snapshot));
+    // The action log and the effects refer to the same parts: the exchange, the answer.
     const values = { payload: { id: 'llm', input: { messages: context.messages } }, result: { ok: true, output: { content: answer(seq) } } };
     const payload = encoder.encodeValue(values.payload);
     const result = encoder.encodeValue(values.result);
@@ -72,13 +82,14 @@ async function talk(store: Store, agentId: string, n: number): Promise<Map<numbe
       }),
       { kind: 'effect', agentId, seq, idempotencyKey: `${agentId}:${seq}`, result: effectResult, stored: effect.text, parts: effect.parts, createdAt: at(seq) },
     );
+    // Some batches hold several checkpoints of the agent (and a part twice), as group commit does.
     if (seq % 4 !== 1) {
       await store.commit(batch);
       batch = [];
     }
   }
   await store.commit(batch);
-  return expected;
+  return { expected, formats };
 }
 
 export function storeContract(name: string, open: () => Promise<Store>) {
@@ -388,41 +399,7 @@ export function storeContract(name: string, open: () => Promise<Store>) {
     it('keeps checkpoints that store what changed, and reads each one back whole: history, restore, actions, effects, fork', async () => {
       const store = await open();
       await store.createAgent(newAgent('talker'));
-      const encoder = new CheckpointEncoder();
-      const settings = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [`setting${i}`, i]));
-      let context: Record<string, unknown> = { ...settings, messages: [], turn: 0 };
-      const expected = new Map<number, string>();
-      const formats = new Set<string>();
-      const answer = (seq: number) => `answer ${seq}: ${'many words '.repeat(60)}`;
-      let batch: Write[] = [];
-      for (let seq = 1; seq <= 60; seq++) {
-        const message = { role: seq % 2 ? 'user' : 'assistant', content: seq % 3 ? `short ${seq}` : answer(seq) };
-        context = { ...context, messages: [...(context.messages as unknown[]), message], turn: seq };
-        const snapshot = { status: 'active', value: `s${seq}`, historyValue: {}, context, children: {} };
-        const encoded = encoder.encode(snapshot, seq);
-        formats.add(encoded.format);
-        expected.set(seq, JSON.stringify(snapshot));
-        // The action log and the effects refer to the same parts: the exchange, the answer.
-        const values = { payload: { id: 'llm', input: { messages: context.messages } }, result: { ok: true, output: { content: answer(seq) } } };
-        const payload = encoder.encodeValue(values.payload);
-        const result = encoder.encodeValue(values.result);
-        const effectResult = { delivered: true, response: answer(seq) };
-        const effect = encoder.encodeValue(effectResult);
-        batch.push(
-          checkpoint('talker', seq, {
-            snapshot: encoded.text, format: encoded.format, ...(encoded.baseSeq ? { baseSeq: encoded.baseSeq } : {}),
-            parts: [...encoded.parts, ...payload.parts, ...result.parts],
-            actions: [{ action: 'callLlm', ...values, stored: { payload: payload.text, result: result.text } }],
-          }),
-          { kind: 'effect', agentId: 'talker', seq, idempotencyKey: `talker:${seq}`, result: effectResult, stored: effect.text, parts: effect.parts, createdAt: at(seq) },
-        );
-        // Some batches hold several checkpoints of the agent (and a part twice), as group commit does.
-        if (seq % 4 !== 1) {
-          await store.commit(batch);
-          batch = [];
-        }
-      }
-      await store.commit(batch);
+      const { expected, formats } = await talkWithFormats(store, 'talker', 60);
       expect([...formats].sort()).toEqual(['delta', 'json', 'parts']); // json: before the first long answer
       for (const [seq, json] of expected) expect((await store.getCheckpoint('talker', seq))?.snapshot, `checkpoint ${seq}`).toBe(json);
       const restorable = await store.loadRestorable('talker');
@@ -431,8 +408,8 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       const [restoredOnStart] = (await store.loadActiveAgents()).filter((a) => a.agent.id === 'talker');
       expect(restoredOnStart?.checkpoint?.snapshot).toBe(expected.get(60));
       const actions = await store.listActions('talker', { newest: 1 });
-      expect(actions[0]).toMatchObject({ payload: { input: { messages: (JSON.parse(expected.get(60)!) as { context: { messages: unknown } }).context.messages } }, result: { ok: true, output: { content: answer(60) } } });
-      expect((await store.findEffect('talker:59'))?.result).toEqual({ delivered: true, response: answer(59) });
+      expect(actions[0]).toMatchObject({ payload: { input: { messages: (JSON.parse(expected.get(60)!) as { context: { messages: unknown } }).context.messages } }, result: { ok: true, output: { content: answerAt(60) } } });
+      expect((await store.findEffect('talker:59'))?.result).toEqual({ delivered: true, response: answerAt(59) });
       // A fork starts from any checkpoint's whole snapshot, a delta's too.
       const from = (await store.getCheckpoint('talker', 58))!;
       const { agent } = await store.createAgent({ ...newAgent('talker-fork'), snapshot: { ...from, status: 'active' } });

@@ -4,11 +4,16 @@ import { oldestKept } from '../retention.js';
 import { referencedParts } from '../snapshot-parts.js';
 import type { PruneResult, RetentionRule } from '../store.js';
 
-export async function pruneHistory(pool: pg.Pool, agentId: string, rule: RetentionRule, options: { parts: boolean }): Promise<PruneResult> {
+export function pruneHistory(pool: pg.Pool, agentId: string, rule: RetentionRule, options: { parts: boolean }): Promise<PruneResult> {
+  return inTransaction(pool, (client) => pruneIn(client, agentId, rule, options.parts));
+}
+
+/** `work` in a transaction of its own on a pooled connection: committed, or rolled back when it throws. */
+async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {
     await client.query('begin');
-    const result = await pruneIn(client, agentId, rule, options.parts);
+    const result = await work(client);
     await client.query('commit');
     return result;
   } catch (err) {
@@ -69,10 +74,8 @@ async function pruneIn(client: pg.PoolClient, agentId: string, rule: RetentionRu
   return { checkpoints, actions, events, parts: deleted, prunedBefore: kept };
 }
 
-export async function deleteEndedAgents(pool: pg.Pool, endedBefore: string, limit: number): Promise<string[]> {
-  const client = await pool.connect();
-  try {
-    await client.query('begin');
+export function deleteEndedAgents(pool: pg.Pool, endedBefore: string, limit: number): Promise<string[]> {
+  return inTransaction(pool, async (client) => {
     const { rows } = await client.query<{ id: string }>(
       `select id from agents where status in ('done', 'stopped') and updated_at < $1 order by updated_at limit $2 for update skip locked`,
       [endedBefore, limit],
@@ -84,14 +87,8 @@ export async function deleteEndedAgents(pool: pg.Pool, endedBefore: string, limi
       }
       await client.query('delete from agents where id = any($1::text[])', [ids]);
     }
-    await client.query('commit');
     return ids;
-  } catch (err) {
-    await client.query('rollback').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /** The store's tables and indexes in this schema. */
