@@ -24,6 +24,22 @@ const fragile = setup({
 });
 const fragileDefinition: MachineDefinition = { name: 'fragile', machine: fragile };
 
+/** A machine that breaks XState's rule: its `mutate` event pushes onto a stored array in place. */
+const mutating = setup({
+  types: { context: {} as { lines: { text: string }[] }, events: {} as { type: 'mutate' } | { type: 'add' } },
+}).createMachine({
+  id: 'mutating',
+  context: { lines: Array.from({ length: 40 }, (_, i) => ({ text: `line ${i} ${'x'.repeat(120)}` })) },
+  on: {
+    add: { actions: assign({ lines: ({ context }) => [...context.lines, { text: 'added' }] }) },
+    mutate: {
+      actions: ({ context }) => {
+        context.lines[0]!.text = 'changed in place';
+      },
+    },
+  },
+});
+
 describe('state corruption is detected, isolated to its agent, and reported', () => {
   const start = runtimesClosedAfterEach();
 
@@ -112,6 +128,20 @@ describe('state corruption is detected, isolated to its agent, and reported', ()
 
     await t.runtime.send('neighbour', { type: 'task.add', task: 'unaffected' });
     await waitForView(t.runtime, 'neighbour', isIdleWithProgress(1));
+  });
+
+  it('fails a machine that changes a stored value in place, loudly, instead of storing a stale checkpoint', async () => {
+    const t = await start({ machines: [{ name: 'mutating', machine: mutating }] });
+    await t.runtime.spawn('mutating', { id: 'm1' });
+    await t.runtime.send('m1', { type: 'add' });
+    await waitForView(t.runtime, 'm1', (v) => (v.context as { lines: unknown[] }).lines.length === 41);
+    await t.runtime.send('m1', { type: 'mutate' });
+    await waitForView(t.runtime, 'm1', (v) => v.status === 'error');
+    expect((await t.store.getAgent('m1'))?.error?.message).toMatch(/read.only|not extensible|Cannot assign/);
+    // What was committed is what the machine had before the change.
+    const [last] = await t.store.listCheckpoints('m1', { newest: 1 });
+    const { snapshot } = await t.runtime.checkpoint('m1', last!.seq);
+    expect((snapshot.context as { lines: { text: string }[] }).lines[0]!.text).toMatch(/^line 0 /);
   });
 
   it('refuses to checkpoint a context JSON cannot hold, and parks only that agent', async () => {
