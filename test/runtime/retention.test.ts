@@ -7,7 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { assign, setup } from 'xstate';
 import { PrunedError } from '../../src/core/errors.js';
 import type { MachineDefinition } from '../../src/durable/definition.js';
+import { createMetrics } from '../../src/observability/metrics.js';
 import { runtimesClosedAfterEach, waitForView } from '../helpers/runtime.js';
+import { parsePrometheus, valueOf } from '../observability/prom-text.js';
 
 /**
  * A worker whose every step replaces a ~1.5 KB note and rolls a window of its last 24 lines (an
@@ -85,6 +87,29 @@ describe('retention', () => {
       const view = await waitForView(again.runtime, id, (v) => (v.context as { step: number }).step === last);
       expect((view.context as { lines: unknown[] }).lines).toHaveLength(WINDOW);
     }
+  });
+
+  it("prunes by a machine's own policy where the runtime has none, and counts it in the metrics", async () => {
+    const metrics = createMetrics();
+    const kept = { ...rollerDefinition, name: 'kept' };
+    const trimmed: MachineDefinition = { ...rollerDefinition, name: 'trimmed', retention: { keepCheckpoints: 3 } };
+    const t = await start({ machines: [kept, trimmed], observer: metrics.observer });
+    metrics.observeRuntime(t.runtime);
+    await t.runtime.spawn('kept', { id: 'k' });
+    await t.runtime.spawn('trimmed', { id: 't' });
+    for (const id of ['k', 't']) {
+      for (let i = 0; i < 12; i++) await t.runtime.send(id, { type: 'step' });
+      await waitForView(t.runtime, id, (v) => (v.context as { step: number }).step === 12);
+    }
+    await t.runtime.prune();
+    expect(await t.runtime.prunedBefore('k')).toBe(0);
+    expect((await t.runtime.checkpoints('k')).length).toBe(13);
+    expect(await t.runtime.prunedBefore('t')).toBeGreaterThan(1);
+    expect((await t.runtime.checkpoints('t')).length).toBeLessThanOrEqual(13 - 9 + 1);
+    const samples = parsePrometheus(await metrics.render());
+    expect(valueOf(samples, 'durable_agents_pruned_rows_total', { what: 'checkpoints' })).toBe(13 - (await t.runtime.checkpoints('t')).length);
+    expect(valueOf(samples, 'durable_agents_store_bytes')).toBe(await t.store.sizeBytes());
+    expect(valueOf(samples, 'durable_agents_store_bytes')).toBeGreaterThan(0);
   });
 
   it('deletes agents that ended long enough ago, and leaves the others', async () => {
