@@ -110,12 +110,13 @@ export const migrations: readonly Migration[] = [
     `,
   },
   {
-    // Retention: the oldest checkpoint a policy kept (checkpoints before it were pruned; 0: none).
+    // Retention: the oldest checkpoint a policy kept (checkpoints before it were pruned; 0: none). No
+    // index on checkpoint times: it would be written with every checkpoint (~700 bytes each, measured),
+    // and a prune finds the first kept time along the primary key from the oldest, a few rows.
     id: 3,
     name: 'retention',
     sql: `
       alter table agents add column pruned_before bigint not null default 0;
-      create index checkpoints_time on checkpoints (agent_id, created_at);
       create index agents_ended on agents (status, updated_at) where status in ('done', 'stopped');
     `,
   },

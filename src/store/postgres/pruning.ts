@@ -33,7 +33,7 @@ async function pruneIn(client: pg.PoolClient, agentId: string, rule: RetentionRu
   const nothing = { checkpoints: 0, actions: 0, events: 0, parts: 0, prunedBefore: agent.pruned_before };
   let firstSince: number | undefined;
   if (rule.keepSince !== undefined) {
-    const { rows } = await client.query<{ seq: number | null }>('select min(seq) as seq from checkpoints where agent_id = $1 and created_at >= $2', [agentId, rule.keepSince]);
+    const { rows } = await client.query<{ seq: number | null }>('select seq from checkpoints where agent_id = $1 and created_at >= $2 order by seq limit 1', [agentId, rule.keepSince]);
     firstSince = rows[0]?.seq ?? undefined;
   }
   let kept = oldestKept(agent.last_seq, rule, firstSince);

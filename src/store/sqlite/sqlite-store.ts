@@ -48,8 +48,6 @@ export interface SqliteStoreOptions {
 export async function openSqliteStore(file: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const db = new Database(file);
-  // Before any table exists (it only takes on a new file): pruned pages can go back to the file system.
-  db.pragma('auto_vacuum = INCREMENTAL');
   db.pragma('journal_mode = WAL');
   // SQLite itself always runs at NORMAL: `full` adds our own fsync after each write transaction
   // (WalFlusher); an in-memory database has nothing to sync.
