@@ -23,7 +23,8 @@ export interface Metrics extends HttpMetrics {
 
 /** The part of `Runtime` the gauges read, once per scrape. */
 export interface ObservedRuntime {
-  stats(): Promise<{ agentsByStatus: Record<string, number>; liveByState: Record<string, number>; inboxDepth: number; live: number; storeBytes: number }>;
+  stats(): Promise<{ agentsByStatus: Record<string, number>; liveByState: Record<string, number>; inboxDepth: number; live: number }>;
+  storeBytes(): Promise<number>;
 }
 
 /**
@@ -104,7 +105,7 @@ export function createMetrics(options: RuntimeMetricsOptions = {}): Metrics {
       });
       const seenStates = new Set<string>();
       refresh = async () => {
-        const stats = await runtime.stats();
+        const [stats, bytes] = await Promise.all([runtime.stats(), runtime.storeBytes()]);
         for (const status of AGENT_STATUSES) agents.set({ status }, stats.agentsByStatus[status] ?? 0);
         live.set(stats.live);
         // A state no agent is in any more must read 0, not keep its last count.
@@ -112,7 +113,7 @@ export function createMetrics(options: RuntimeMetricsOptions = {}): Metrics {
         for (const state of Object.keys(byState)) seenStates.add(state);
         for (const state of seenStates) liveByState.set({ state }, byState[state] ?? 0);
         inbox.set(stats.inboxDepth);
-        storeBytes.set(stats.storeBytes);
+        storeBytes.set(bytes);
       };
     },
     async render() {

@@ -299,14 +299,19 @@ export class Runtime {
   }
 
   /** Figures for gauges: agents by status (store), live agents by top-level state, inbox depth. */
-  async stats(): Promise<{ agentsByStatus: Record<string, number>; liveByState: Record<string, number>; inboxDepth: number; live: number; storeBytes: number }> {
-    const [{ agentsByStatus, inboxDepth }, storeBytes] = await Promise.all([this.store.stats(), this.store.sizeBytes()]);
+  async stats(): Promise<{ agentsByStatus: Record<string, number>; liveByState: Record<string, number>; inboxDepth: number; live: number }> {
+    const { agentsByStatus, inboxDepth } = await this.store.stats();
     const liveByState: Record<string, number> = {};
     for (const host of this.live.all()) {
       const state = topLevelState(host.latest?.state);
       liveByState[state] = (liveByState[state] ?? 0) + 1;
     }
-    return { agentsByStatus, liveByState, inboxDepth, live: this.live.size, storeBytes };
+    return { agentsByStatus, liveByState, inboxDepth, live: this.live.size };
+  }
+
+  /** What the store takes on disk: read by the metrics at each scrape, not by `stats` (every dashboard page reads that). */
+  async storeBytes(): Promise<number> {
+    return this.store.sizeBytes();
   }
 
   /** Calls `listener` with the agent's view after each committed transition; returns the unsubscribe. */

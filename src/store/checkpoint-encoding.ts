@@ -27,7 +27,7 @@ export interface EncodedCheckpoint {
 }
 
 /** A snapshot whose whole skeleton is smaller than this is always written whole: a delta would save little. */
-export const MIN_DELTA_SKELETON_BYTES = 1024;
+const MIN_DELTA_SKELETON_BYTES = 1024;
 export const MAX_CHAIN = 32;
 const CHAIN_WEIGHT = 8;
 /** Context values this short are kept as text too: a new object with the same text (`decisions: {}`) is no change. */
@@ -79,8 +79,9 @@ export class CheckpointEncoder {
         return { text: whole.text, format: whole.encoded ? 'parts' : 'json', parts: this.handedOver };
       }
       const last = this.last;
-      const chained = last && last.seq === seq - 1 && last.context !== undefined && last.fullBytes >= MIN_DELTA_SKELETON_BYTES;
-      if (chained && last.chainLength < MAX_CHAIN && last.chainBytes < CHAIN_WEIGHT * last.fullBytes) return this.delta(snapshot, seq, last);
+      // `last` is kept only after a whole skeleton big enough for deltas (see `whole`).
+      const chained = last && last.seq === seq - 1 && last.chainLength < MAX_CHAIN && last.chainBytes < CHAIN_WEIGHT * last.fullBytes;
+      if (chained) return this.delta(snapshot, seq, last);
       return this.whole(snapshot, seq);
     } catch (err) {
       if (!(err instanceof PlainOnly)) throw err;

@@ -1,6 +1,9 @@
 /** What a retention rule keeps of an agent's history, decided once for every store. */
 import type { RetentionRule } from './store.js';
 
+/** The tables besides `agents` that hold an agent's rows: deleting an agent deletes its rows in each. */
+export const AGENT_TABLES = ['checkpoints', 'actions', 'events', 'effects', 'snapshot_parts', 'agent_inputs'] as const;
+
 /**
  * The oldest checkpoint `rule` keeps: any that one of its rules keeps (the newest N, or those
  * written since a time), and always the last. Undefined: keep everything (no rule set, or no

@@ -360,42 +360,46 @@ export type PartLoader = (agentId: string, hashes: string[]) => Promise<Readonly
  * level (a part's body may refer to more parts).
  */
 export async function withParts(agentId: string, text: string, load: PartLoader): Promise<{ text: string; parts: string[] }> {
-  const bodies = new Map<string, string>();
-  let wanted = [...new Set(referencedParts(text))];
-  while (wanted.length > 0) {
-    const found = await load(agentId, wanted);
-    const next = new Set<string>();
-    for (const hash of wanted) {
-      const body = found.get(hash);
-      if (body === undefined) continue; // decodeParts says which one is missing
-      bodies.set(hash, body);
-      for (const inner of referencedParts(body)) if (!bodies.has(inner)) next.add(inner);
-    }
-    wanted = [...next];
-  }
+  const bodies = await collectParts(agentId, [text], load);
   return { text: decodeParts(text, bodies), parts: [...bodies.keys()] };
 }
 
+/** The bodies of every part `texts` refer to, through the parts those refer to (a missing one is left out). */
+export async function collectParts(agentId: string, texts: Iterable<string>, load: PartLoader): Promise<Map<string, string>> {
+  const bodies = new Map<string, string>();
+  let wanted = firstLevel(texts);
+  while (wanted.length > 0) wanted = nextLevel(wanted, await load(agentId, wanted), bodies);
+  return bodies;
+}
+
 /**
- * Every part `texts` refer to, through the parts those refer to: what a retention policy must
- * keep. `load` answers the bodies it holds of the hashes asked (synchronously: SQLite prunes in
- * one transaction); a missing one is left out (there is nothing to keep).
+ * The same, synchronously (SQLite prunes in one transaction, which cannot wait): what a retention
+ * policy must keep.
  */
 export function referencedClosure(texts: Iterable<string>, load: (hashes: string[]) => ReadonlyMap<string, string>): Set<string> {
-  const live = new Set<string>();
-  let wanted: string[] = [];
-  const want = (text: string) => {
-    for (const hash of referencedParts(text)) {
-      if (live.has(hash)) continue;
-      live.add(hash);
-      wanted.push(hash);
-    }
-  };
-  for (const text of texts) want(text);
-  while (wanted.length > 0) {
-    const level = wanted;
-    wanted = [];
-    for (const body of load(level).values()) want(body);
+  const bodies = new Map<string, string>();
+  let wanted = firstLevel(texts);
+  while (wanted.length > 0) wanted = nextLevel(wanted, load(wanted), bodies);
+  return new Set(bodies.keys());
+}
+
+function firstLevel(texts: Iterable<string>): string[] {
+  const hashes = new Set<string>();
+  for (const text of texts) for (const hash of referencedParts(text)) hashes.add(hash);
+  return [...hashes];
+}
+
+/** Keeps the bodies found of `wanted`; returns the hashes they refer to that were not seen yet. */
+function nextLevel(wanted: readonly string[], found: ReadonlyMap<string, string>, bodies: Map<string, string>): string[] {
+  const next = new Set<string>();
+  for (const hash of wanted) {
+    const body = found.get(hash);
+    if (body === undefined) continue; // decodeParts says which one is missing
+    bodies.set(hash, body);
   }
-  return live;
+  for (const hash of wanted) {
+    const body = bodies.get(hash);
+    if (body !== undefined) for (const inner of referencedParts(body)) if (!bodies.has(inner)) next.add(inner);
+  }
+  return [...next];
 }

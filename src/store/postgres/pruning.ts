@@ -1,7 +1,8 @@
 /** Retention on Postgres: each agent pruned in one short transaction, its row locked as a commit locks it. */
 import type pg from 'pg';
-import { oldestKept } from '../retention.js';
-import { referencedParts } from '../snapshot-parts.js';
+import { AGENT_TABLES, oldestKept } from '../retention.js';
+import { collectParts } from '../snapshot-parts.js';
+import { partLoader } from './parts.js';
 import type { PruneResult, RetentionRule } from '../store.js';
 
 export function pruneHistory(pool: pg.Pool, agentId: string, rule: RetentionRule, options: { parts: boolean }): Promise<PruneResult> {
@@ -62,14 +63,9 @@ async function pruneIn(client: pg.PoolClient, agentId: string, rule: RetentionRu
        union all select result from effects where agent_id = $1 and encoded and result is not null`,
       [agentId],
     );
-    const live = new Set<string>();
-    let wanted = rows.flatMap((r) => referencedParts(r.text)).filter((h) => !live.has(h) && live.add(h));
-    while (wanted.length > 0) {
-      const { rows: bodies } = await client.query<{ body: string }>('select body from snapshot_parts where agent_id = $1 and hash = any($2::text[])', [agentId, wanted]);
-      wanted = bodies.flatMap((b) => referencedParts(b.body)).filter((h) => !live.has(h) && live.add(h));
-    }
+    const live = await collectParts(agentId, rows.map((r) => r.text), partLoader(client));
     // Only parts first written before the oldest kept checkpoint: a newer one may belong to a write on its way.
-    deleted = (await client.query('delete from snapshot_parts where agent_id = $1 and seq < $2 and not (hash = any($3::text[]))', [agentId, kept, [...live]])).rowCount ?? 0;
+    deleted = (await client.query('delete from snapshot_parts where agent_id = $1 and seq < $2 and not (hash = any($3::text[]))', [agentId, kept, [...live.keys()]])).rowCount ?? 0;
   }
   return { checkpoints, actions, events, parts: deleted, prunedBefore: kept };
 }
@@ -82,7 +78,7 @@ export function deleteEndedAgents(pool: pg.Pool, endedBefore: string, limit: num
     );
     const ids = rows.map((r) => r.id);
     if (ids.length > 0) {
-      for (const table of ['checkpoints', 'actions', 'events', 'effects', 'snapshot_parts', 'agent_inputs']) {
+      for (const table of AGENT_TABLES) {
         await client.query(`delete from ${table} where agent_id = any($1::text[])`, [ids]);
       }
       await client.query('delete from agents where id = any($1::text[])', [ids]);
@@ -100,3 +96,4 @@ export async function sizeBytes(pool: pg.Pool): Promise<number> {
   );
   return Number(rows[0]?.bytes ?? 0);
 }
+

@@ -6,7 +6,7 @@
  * every write would pay for the rare prune.
  */
 import type Database from 'better-sqlite3';
-import { oldestKept } from '../retention.js';
+import { AGENT_TABLES, oldestKept } from '../retention.js';
 import { referencedClosure } from '../snapshot-parts.js';
 import type { PruneResult, RetentionRule } from '../store.js';
 
@@ -43,7 +43,7 @@ export class SqlitePruning {
       freePages: q('pragma freelist_count').pluck(),
       pageSize: q('pragma page_size').pluck(),
     };
-    const deleteAgent = ['checkpoints', 'actions', 'events', 'effects', 'snapshot_parts', 'agent_inputs'].map((table) =>
+    const deleteAgent = AGENT_TABLES.map((table) =>
       q(`delete from ${table} where agent_id = ?`),
     );
     const deleteRow = q('delete from agents where id = ?');

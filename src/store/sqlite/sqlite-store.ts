@@ -202,7 +202,11 @@ export class SqliteStore implements Store {
   }
 
   async pruneHistory(agentId: string, rule: RetentionRule, options: { parts: boolean }): Promise<PruneResult> {
-    return this.durably(() => this.pruning.pruneHistory(agentId, rule, options));
+    this.flusher?.throwIfFailed();
+    const result = this.pruning.pruneHistory(agentId, rule, options);
+    // Most runs find nothing for most agents: no fsync for a transaction that wrote nothing.
+    if (result.checkpoints + result.actions + result.events + result.parts > 0) await this.flusher?.flush();
+    return result;
   }
 
   async deleteEndedAgents(options: { endedBefore: string; limit: number }): Promise<string[]> {
