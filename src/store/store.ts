@@ -275,7 +275,7 @@ export interface RetentionRule {
 export interface PruneResult {
   checkpoints: number;
   actions: number;
-  /** Inbox events consumed before the oldest kept checkpoint was written (their idempotency keys go with them). */
+  /** Inbox events consumed before the oldest kept checkpoint was written: deleted, or for one sent under an idempotency key, cut to its type (the key still answers its seq). */
   events: number;
   parts: number;
   /** The oldest checkpoint now kept (0 when the agent has none). */
@@ -287,7 +287,8 @@ export interface Pruning {
   /**
    * Deletes the agent's checkpoints (and action-log rows) that `rule` does not keep, except those a
    * kept checkpoint is a delta against, and the inbox events it had consumed before the oldest kept
-   * checkpoint was written (an idempotency key is remembered as long as its event); with `parts`, also the parts written before the oldest kept
+   * checkpoint was written (one sent under an idempotency key is kept, cut to its type, so the key
+   * still answers its seq); with `parts`, also the parts written before the oldest kept
    * checkpoint that nothing kept refers to. The caller passes `parts` only for an agent that no
    * encoder holds in memory (one could refer to a part it believes stored).
    */

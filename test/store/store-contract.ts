@@ -447,16 +447,22 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       await store.close();
     });
 
-    it('prunes the inbox events consumed before the oldest kept checkpoint, and no other', async () => {
+    it('prunes the inbox events consumed before the oldest kept checkpoint, and no other; a keyed one keeps answering its seq', async () => {
       const store = await open();
       await store.createAgent(newAgent('inbox'));
-      const event = (n: number, ms: number): Write => ({ kind: 'event', agentId: 'inbox', event: { type: 'e', n }, idempotencyKey: `k${n}`, at: at(ms) });
-      await store.commit([event(1, 0), event(2, 0), event(3, 5), event(4, 6)]);
+      const event = (n: number, ms: number, key: string | null): Write => ({ kind: 'event', agentId: 'inbox', event: { type: 'e', n }, idempotencyKey: key, at: at(ms) });
+      await store.commit([event(1, 0, null), event(2, 0, 'k2'), event(3, 5, 'k3'), event(4, 6, null)]);
       await store.commit([1, 2, 3, 4, 5, 6].map((seq) => checkpoint('inbox', seq, { inboxPosition: Math.min(seq, 3) })));
       const result = await store.pruneHistory('inbox', { keepNewest: 2 }, { parts: true });
+      // Event 1 is deleted, event 2 cut to its type; event 3 came after the oldest kept checkpoint was written, event 4 is not consumed yet.
       expect(result).toMatchObject({ checkpoints: 4, prunedBefore: 5, events: 2 });
-      // Event 3 came after the oldest kept checkpoint was written; event 4 is not consumed yet.
-      expect((await store.eventsAfter('inbox', 0)).map((e) => e.seq)).toEqual([3, 4]);
+      expect((await store.eventsAfter('inbox', 0)).map((e) => [e.seq, e.event])).toEqual([
+        [2, { type: 'e' }],
+        [3, { type: 'e', n: 3 }],
+        [4, { type: 'e', n: 4 }],
+      ]);
+      expect(await appendEvent(store, 'inbox', { type: 'e', n: 2 }, 'k2')).toEqual({ seq: 2, duplicate: true });
+      expect((await store.pruneHistory('inbox', { keepNewest: 2 }, { parts: true })).events).toBe(0);
       await store.close();
     });
 

@@ -211,7 +211,13 @@ export class MemoryStore implements Store {
     if (kept <= data.record.prunedBefore) return nothing;
     const before = { checkpoints: data.checkpoints.length, actions: data.actions.length, events: data.events.length, parts: data.parts.size };
     const keptAt = data.checkpoints.find((c) => c.seq === kept)?.createdAt ?? '';
-    data.events = data.events.filter((e) => e.seq > data.record.inboxPosition || e.createdAt >= keptAt);
+    // An event sent under an idempotency key keeps its place, its body cut to its type: the same key
+    // must still answer the same seq, however late it is sent again.
+    const consumed = (e: EventRecord) => e.seq <= data.record.inboxPosition && e.createdAt < keptAt;
+    let trimmed = 0;
+    data.events = data.events
+      .filter((e) => !consumed(e) || e.idempotencyKey !== null)
+      .map((e) => (consumed(e) && Object.keys(e.event).length > 1 ? (trimmed++, { ...e, event: { type: e.event.type } }) : e));
     data.checkpoints = data.checkpoints.filter((c) => c.seq >= kept);
     data.actions = data.actions.filter((a) => a.seq >= kept);
     data.record.prunedBefore = kept;
@@ -226,7 +232,7 @@ export class MemoryStore implements Store {
     return {
       checkpoints: before.checkpoints - data.checkpoints.length,
       actions: before.actions - data.actions.length,
-      events: before.events - data.events.length,
+      events: before.events - data.events.length + trimmed,
       parts: before.parts - data.parts.size,
       prunedBefore: kept,
     };

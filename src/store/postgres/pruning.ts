@@ -43,14 +43,20 @@ async function pruneIn(client: pg.PoolClient, agentId: string, rule: RetentionRu
   const { rows: [base] } = await client.query<{ base_seq: number | null }>('select base_seq from checkpoints where agent_id = $1 and seq = $2 and encoded = 2', [agentId, kept]);
   kept = base?.base_seq ?? kept;
   if (kept <= agent.pruned_before) return nothing;
-  const events =
+  // An event sent under an idempotency key keeps its row, its body cut to its type: the same key
+  // must still answer the same seq, however late it is sent again.
+  const consumedBeforeKept = `agent_id = $1 and seq <= (select inbox_position from agents where id = $1)
+    and created_at < (select created_at from checkpoints where agent_id = $1 and seq = $2)`;
+  const deletedEvents = (await client.query(`delete from events where idempotency_key is null and ${consumedBeforeKept}`, [agentId, kept])).rowCount ?? 0;
+  const trimmedEvents =
     (
       await client.query(
-        `delete from events where agent_id = $1 and seq <= (select inbox_position from agents where id = $1)
-           and created_at < (select created_at from checkpoints where agent_id = $1 and seq = $2)`,
+        `update events set body = json_build_object('type', type)::text
+         where idempotency_key is not null and body <> json_build_object('type', type)::text and ${consumedBeforeKept}`,
         [agentId, kept],
       )
     ).rowCount ?? 0;
+  const events = deletedEvents + trimmedEvents;
   const checkpoints = (await client.query('delete from checkpoints where agent_id = $1 and seq < $2', [agentId, kept])).rowCount ?? 0;
   const actions = (await client.query('delete from actions where agent_id = $1 and seq < $2', [agentId, kept])).rowCount ?? 0;
   await client.query('update agents set pruned_before = $2 where id = $1', [agentId, kept]);

@@ -10,6 +10,9 @@ import { AGENT_TABLES, oldestKept } from '../retention.js';
 import { referencedClosure } from '../snapshot-parts.js';
 import type { PruneResult, RetentionRule } from '../store.js';
 
+/** Inbox events the agent consumed before its oldest kept checkpoint was written. */
+const CONSUMED_BEFORE_KEPT = `seq <= (select inbox_position from agents where id = @agentId)
+  and created_at < (select created_at from checkpoints where agent_id = @agentId and seq = @kept)`;
 const NOTHING: PruneResult = { checkpoints: 0, actions: 0, events: 0, parts: 0, prunedBefore: 0 };
 
 export class SqlitePruning {
@@ -25,9 +28,14 @@ export class SqlitePruning {
       baseOf: q('select base_seq from checkpoints where agent_id = ? and seq = ? and encoded = 2').pluck(),
       deleteCheckpoints: q('delete from checkpoints where agent_id = ? and seq < ?'),
       deleteActions: q('delete from actions where agent_id = ? and seq < ?'),
+      // An event sent under an idempotency key keeps its row, its body cut to its type: the same key
+      // must still answer the same seq, however late it is sent again.
       deleteEvents: q(
-        `delete from events where agent_id = @agentId and seq <= (select inbox_position from agents where id = @agentId)
-           and created_at < (select created_at from checkpoints where agent_id = @agentId and seq = @kept)`,
+        `delete from events where agent_id = @agentId and idempotency_key is null and ${CONSUMED_BEFORE_KEPT}`,
+      ),
+      trimKeyedEvents: q(
+        `update events set body = json_object('type', type)
+         where agent_id = @agentId and idempotency_key is not null and body <> json_object('type', type) and ${CONSUMED_BEFORE_KEPT}`,
       ),
       setPruned: q('update agents set pruned_before = ? where id = ?'),
       keptTexts: q(
@@ -58,7 +66,7 @@ export class SqlitePruning {
       kept = (this.sql.baseOf.get(agentId, kept) as number | undefined) ?? kept;
       if (kept <= agent.prunedBefore) return { ...NOTHING, prunedBefore: agent.prunedBefore };
       const result = {
-        events: this.sql.deleteEvents.run({ agentId, kept }).changes,
+        events: this.sql.deleteEvents.run({ agentId, kept }).changes + this.sql.trimKeyedEvents.run({ agentId, kept }).changes,
         checkpoints: this.sql.deleteCheckpoints.run(agentId, kept).changes,
         actions: this.sql.deleteActions.run(agentId, kept).changes,
         parts: 0,
