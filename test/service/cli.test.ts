@@ -110,8 +110,11 @@ describe('durable-agents serve output', () => {
 
   it('greets a terminal with readable lines: the dashboard and API first, the simulated LLM, the data file; Ctrl-C exits 0', { timeout: 60_000 }, async () => {
     const db = tempDbFile();
-    const command = [...CLI, 'serve', '--port', '0', '--db', db].map(shellQuote).join(' ');
-    // `script` runs the command on a new pseudo-terminal and copies what it writes; -e: its exit code.
+    // `exec`: `script` runs the command through $SHELL, or /bin/sh (dash) where SHELL is unset as on CI, and dash
+    // does not replace itself with a last command: it would sit in the terminal's foreground group and die of the
+    // Ctrl-C itself (exit 130), whatever the CLI does.
+    const command = `exec ${[...CLI, 'serve', '--port', '0', '--db', db].map(shellQuote).join(' ')}`;
+    // `script` runs the command on a new pseudo-terminal and copies what it writes; --return: its exit code.
     const run = start(['script', '--quiet', '--return', '--flush', '--command', command, '/dev/null'], { TERM: 'xterm-256color' });
     const dashboard = await vi.waitFor(
       () => {
