@@ -11,6 +11,12 @@ export interface DurableAgentHandle {
   findEffect(idempotencyKey: string): Promise<{ result: unknown } | undefined>;
   /** Records an effect as done; committed before the checkpoint of the transition it causes. */
   recordEffect(idempotencyKey: string, seq: number, result: unknown): void;
+  /**
+   * Where an LLM call shows its text as it is generated (`GET /agents/:id/stream`'s `token` events):
+   * `key` says which call (task `seq`, `turn` within the task). A view only: the answer is committed
+   * by the checkpoint of the transition it causes, as any output. Call `end()` when the call settles.
+   */
+  streamTokens(key: { seq: number; turn: number }): { write(delta: string): void; end(): void };
 }
 
 // Keyed by the actor system (one per root actor): children share their root's system.

@@ -33,5 +33,8 @@ export const unsupportedMediaType = (got: string | undefined) =>
 export const unauthorized = (why: string) =>
   new HttpError(401, 'unauthorized', why, { 'WWW-Authenticate': 'Bearer realm="durable-agents"' });
 
+export const invalidEventId = (id: string) =>
+  new HttpError(400, 'invalid_event_id', `${JSON.stringify(truncate(id, 80))} is not an event id of this stream: resume with the id of an event it sent.`);
+
 export const routeNotFound = (method: string, path: string) =>
   new HttpError(404, 'not_found', `There is no route ${method} ${truncate(path, 200)}.`);

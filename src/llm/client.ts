@@ -50,7 +50,11 @@ export interface LlmClient {
   readonly kind: 'openai' | 'simulated';
   /** For the start-up log line. */
   readonly description: string;
-  complete(request: LlmRequest, signal: AbortSignal): Promise<LlmAnswer>;
+  /**
+   * Asks the model. `onDelta`, when given, receives the answer's text as it is generated, in order:
+   * a view only (the caller commits the resolved answer, whole); their concatenation is its `content`.
+   */
+  complete(request: LlmRequest, signal: AbortSignal, onDelta?: (text: string) => void): Promise<LlmAnswer>;
 }
 
 export const NO_USAGE: TokenUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };

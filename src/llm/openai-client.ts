@@ -19,24 +19,121 @@ export function createOpenAiClient(options: OpenAiClientOptions): LlmClient {
   return {
     kind: 'openai',
     description: `OpenAI-compatible API at ${openai.baseURL}`,
-    async complete(request: LlmRequest, signal: AbortSignal): Promise<LlmAnswer> {
-      let response: OpenAI.Chat.Completions.ChatCompletion;
+    async complete(request: LlmRequest, signal: AbortSignal, onDelta?: (text: string) => void): Promise<LlmAnswer> {
+      // The SDK's `timeout` ends at the response's headers; a stream that then stalls is ended by the
+      // idle limit: no chunk for `timeoutMs`.
+      const idle = new IdleLimit(request.timeoutMs);
+      const abort = AbortSignal.any([signal, idle.signal]);
+      let answer: StreamedAnswer | undefined;
       try {
-        response = await openai.chat.completions.create(
+        const stream = await openai.chat.completions.create(
           {
             model: request.model,
             messages: request.messages.map(toOpenAiMessage),
             ...(request.tools?.length
               ? { tools: request.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.parameters } })) }
               : {}),
+            stream: true,
+            stream_options: { include_usage: true },
           },
-          { signal, timeout: request.timeoutMs },
+          { signal: abort, timeout: request.timeoutMs },
         );
+        answer = new StreamedAnswer();
+        idle.reset();
+        for await (const chunk of stream) {
+          idle.reset();
+          const text = answer.add(chunk);
+          if (text && onDelta) onDelta(text);
+        }
+        return answer.finish();
       } catch (err) {
+        if (idle.signal.aborted && !signal.aborted) {
+          throw new StepError('transient', 'llm_timeout', `The LLM stream sent nothing for ${request.timeoutMs} ms.`, { cause: err });
+        }
+        // A stream cut after its headers (the connection dropped, the body ended early) is worth asking again.
+        if (answer && !signal.aborted && !(err instanceof APIError) && !(err instanceof StepError)) {
+          const message = err instanceof Error ? err.message : String(err);
+          throw new StepError('transient', 'llm_stream_interrupted', `The LLM stream broke off: ${message}`, { cause: err });
+        }
         throw classifyLlmError(err);
+      } finally {
+        idle.clear();
       }
-      return toAnswer(response);
     },
+  };
+}
+
+/** An abort signal that fires once `ms` pass without a `reset()`. */
+class IdleLimit {
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly ms: number) {}
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  reset(): void {
+    if (this.timer) this.timer.refresh();
+    else this.timer = setTimeout(() => this.controller.abort(new Error('idle')), this.ms);
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+  }
+}
+
+/**
+ * The answer of a streamed completion, put together chunk by chunk: the text, each tool call (its id
+ * and name in its first fragment, its arguments in pieces, by `index`), the usage of the last chunk.
+ * By hand rather than with the SDK's `ChatCompletionStream`, which rebuilds a whole snapshot of the
+ * completion at every chunk: at thousands of chunks per second per process, that is most of the cost.
+ */
+class StreamedAnswer {
+  private content = '';
+  private readonly calls: { id?: string; name?: string; arguments: string }[] = [];
+  private usage: OpenAI.Completions.CompletionUsage | undefined;
+
+  /** Takes one chunk; returns the text it adds. */
+  add(chunk: OpenAI.Chat.Completions.ChatCompletionChunk): string | undefined {
+    if (chunk.usage) this.usage = chunk.usage;
+    const delta = chunk.choices?.[0]?.delta;
+    if (!delta) return undefined;
+    for (const fragment of delta.tool_calls ?? []) {
+      const call = (this.calls[fragment.index] ??= { arguments: '' });
+      if (fragment.id) call.id = fragment.id;
+      if (fragment.function?.name) call.name = fragment.function.name;
+      if (fragment.function?.arguments) call.arguments += fragment.function.arguments;
+    }
+    const text = delta.content;
+    if (typeof text !== 'string' || text === '') return undefined;
+    this.content += text;
+    return text;
+  }
+
+  finish(): LlmAnswer {
+    const toolCalls: ToolCall[] = [];
+    for (const call of this.calls) {
+      if (!call) continue;
+      if (typeof call.id !== 'string' || typeof call.name !== 'string') {
+        throw new StepError('permanent', 'malformed_llm_answer', 'The model returned a tool call without an id and a function name.');
+      }
+      toolCalls.push({ id: call.id, name: call.name, arguments: call.arguments });
+    }
+    const content = this.content === '' ? null : this.content;
+    if (content === null && toolCalls.length === 0) {
+      throw new StepError('permanent', 'malformed_llm_answer', 'The model returned neither text nor tool calls.');
+    }
+    return { content, toolCalls, usage: usageOf(this.usage) };
+  }
+}
+
+function usageOf(usage: OpenAI.Completions.CompletionUsage | undefined): LlmAnswer['usage'] {
+  return {
+    promptTokens: usage?.prompt_tokens ?? 0,
+    completionTokens: usage?.completion_tokens ?? 0,
+    totalTokens: usage?.total_tokens ?? (usage?.prompt_tokens ?? 0) + (usage?.completion_tokens ?? 0),
   };
 }
 
@@ -55,32 +152,6 @@ function toOpenAiMessage(message: ChatMessage): OpenAI.Chat.Completions.ChatComp
     default:
       return message;
   }
-}
-
-/** `choices[0].message`: text or function calls; anything else is a malformed answer (permanent). */
-function toAnswer(response: OpenAI.Chat.Completions.ChatCompletion): LlmAnswer {
-  const message = response.choices?.[0]?.message;
-  const toolCalls: ToolCall[] = [];
-  for (const call of message?.tool_calls ?? []) {
-    if (call.type !== 'function' || typeof call.id !== 'string' || typeof call.function?.name !== 'string') {
-      throw new StepError('permanent', 'malformed_llm_answer', 'The model returned a tool call without an id and a function name.');
-    }
-    toolCalls.push({ id: call.id, name: call.function.name, arguments: typeof call.function.arguments === 'string' ? call.function.arguments : '' });
-  }
-  const content = typeof message?.content === 'string' && message.content !== '' ? message.content : null;
-  if (content === null && toolCalls.length === 0) {
-    throw new StepError('permanent', 'malformed_llm_answer', 'The model returned neither text in choices[0].message.content nor tool calls.');
-  }
-  const usage = response.usage;
-  return {
-    content,
-    toolCalls,
-    usage: {
-      promptTokens: usage?.prompt_tokens ?? 0,
-      completionTokens: usage?.completion_tokens ?? 0,
-      totalTokens: usage?.total_tokens ?? (usage?.prompt_tokens ?? 0) + (usage?.completion_tokens ?? 0),
-    },
-  };
 }
 
 /**

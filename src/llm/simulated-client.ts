@@ -9,6 +9,8 @@ export interface SimulatedLlmOptions {
   /** Seed for the faults, so a run can be reproduced. */
   seed?: number;
   latencyMs?: number;
+  /** Pause between two streamed words (default 0: the words are streamed at once). `serve` sets one, so text is seen appearing. */
+  wordDelayMs?: number;
 }
 
 /** Arithmetic in a task (`what is 12 * (3 + 4)?`): the simulated model hands it to a `calculator` tool when one is offered. */
@@ -19,16 +21,17 @@ const ARITHMETIC = /[-+(]*\d+(?:\.\d+)?(?:\s*[-+*/]\s*[(]*\s*\d+(?:\.\d+)?\s*[)]
  * and deterministic tool use so that the tool loop can be seen without a model. On a new task it
  * calls the `calculator` tool (when offered) with the arithmetic the task holds, and every other
  * offered tool whose name the task mentions, in one answer; once the results are in, it answers
- * with text that quotes them. Usage counts a token per 4 characters.
+ * with text that quotes them, streamed word by word. Usage counts a token per 4 characters.
  */
 export function createSimulatedLlm(options: SimulatedLlmOptions = {}): LlmClient {
   const faultRate = options.faultRate ?? 0;
   const latencyMs = options.latencyMs ?? 0;
+  const wordDelayMs = options.wordDelayMs ?? 0;
   let rng = options.seed ?? 1;
   return {
     kind: 'simulated',
     description: `simulated LLM (no OPENAI_API_KEY/OPENAI_BASE_URL set; fault rate ${faultRate})`,
-    async complete(request: LlmRequest, signal: AbortSignal): Promise<LlmAnswer> {
+    async complete(request: LlmRequest, signal: AbortSignal, onDelta?: (text: string) => void): Promise<LlmAnswer> {
       if (latencyMs > 0) await sleep(latencyMs, undefined, { signal });
       signal.throwIfAborted();
       if (faultRate > 0) {
@@ -38,7 +41,15 @@ export function createSimulatedLlm(options: SimulatedLlmOptions = {}): LlmClient
           throw new StepError('transient', 'llm_unavailable', 'The simulated LLM failed on purpose (fault rate).', { status: 503 });
         }
       }
-      return simulatedAnswer(request);
+      const answer = simulatedAnswer(request);
+      if (onDelta && answer.content) {
+        for (const word of words(answer.content)) {
+          if (wordDelayMs > 0) await sleep(wordDelayMs, undefined, { signal });
+          signal.throwIfAborted();
+          onDelta(word);
+        }
+      }
+      return answer;
     },
   };
 }
@@ -54,6 +65,11 @@ function simulatedAnswer(request: LlmRequest): LlmAnswer {
   const content =
     `Simulated answer (${request.model}) to: ${task}` + (results.length ? ` — tool results: ${results.join('; ')}` : '');
   return { content, toolCalls: [], usage: usageOf(request.messages, content) };
+}
+
+/** Each word with the spaces after it: "a b  c" → "a ", "b  ", "c". */
+function words(text: string): string[] {
+  return text.match(/\S+\s*|\s+/g) ?? [];
 }
 
 function toolCallsFor(task: string, request: LlmRequest): ToolCall[] {

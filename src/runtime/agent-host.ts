@@ -10,12 +10,14 @@ import { awaitsCommit, COMMITTED_EVENT } from '../durable/commit-barrier.js';
 import { createDurableActor, type TransitionSink } from './durable-machine.js';
 import type { ActorDeclaration, PersistedSnapshotJson } from '../durable/definition.js';
 import { actorOf, type RegisteredMachine } from './registered-machine.js';
+import type { CallKey, TokenWriter } from './token-streams.js';
 
 /** The runtime as seen by one host. */
 export interface HostOwner {
   commit(write: Write): Promise<unknown>;
   findEffect(idempotencyKey: string): Promise<{ result: unknown } | undefined>;
   committed(host: AgentHost, checkpoint: CommittedCheckpoint): void;
+  streamTokens(agentId: string, key: CallKey): TokenWriter;
   failed(host: AgentHost, reason: 'commit' | 'actor', err: unknown): void;
   readonly log: Logger;
   /** XState's inspection observer for every agent actor (and the actors it invokes). */
@@ -38,7 +40,7 @@ export interface CommittedCheckpoint {
 }
 
 /** What a live agent's view shows of its last committed checkpoint. */
-export type LatestState = Pick<CommittedCheckpoint, 'state' | 'status' | 'progress' | 'context' | 'at'>;
+export type LatestState = Pick<CommittedCheckpoint, 'seq' | 'state' | 'status' | 'progress' | 'context' | 'at'>;
 
 type StartPoint =
   | { kind: 'fresh'; input: unknown }
@@ -83,7 +85,7 @@ export class AgentHost implements TransitionSink {
       this.encoder.knowStored(from.parts);
       // State and context from the snapshot itself: the checkpoint's state column is a copy of its value.
       const { snapshot, progress, at } = from;
-      this.lastCommitted = { state: snapshot.value, status: 'active', progress, context: snapshot.context ?? null, at };
+      this.lastCommitted = { seq: from.seq, state: snapshot.value, status: 'active', progress, context: snapshot.context ?? null, at };
     }
     const inspect = owner.inspect ? { inspect: owner.inspect } : {};
     this.actor = createDurableActor(
@@ -194,7 +196,7 @@ export class AgentHost implements TransitionSink {
     commit.then(
       () => {
         // Only what views show: the checkpoint's action (an LLM call's input and answer) is not kept alive.
-        this.lastCommitted = { state: next.value, status, progress, context: next.context, at };
+        this.lastCommitted = { seq, state: next.value, status, progress, context: next.context, at };
         this.owner.committed(this, {
           seq, eventType: event.type, action, actor: logged?.actor, transitionAt, state: next.value, status, progress, context: next.context, at,
         });
@@ -234,6 +236,10 @@ export class AgentHost implements TransitionSink {
     });
     this.lastCommit = commit;
     commit.catch((err: unknown) => this.fail('commit', err));
+  }
+
+  streamTokens(key: CallKey): TokenWriter {
+    return this.owner.streamTokens(this.agentId, key);
   }
 
   gate(child: AnyActorRef, input: unknown): Promise<void> {

@@ -9,12 +9,14 @@ import type { RegisteredMachine } from './registered-machine.js';
 import { readSnapshot } from './restore.js';
 import { liveView, storedView } from './views.js';
 import type { Watchers } from './watchers.js';
+import type { CallKey, TokenStreams, TokenWriter } from './token-streams.js';
 
 export interface LiveAgentsOptions {
   store: Store;
   machines: ReadonlyMap<string, RegisteredMachine>;
   committer: GroupCommitter;
   watchers: Watchers;
+  tokens: TokenStreams;
   log: Logger;
   observe: Observe;
   inspect: ((event: InspectionEvent) => void) | undefined;
@@ -158,10 +160,10 @@ export class LiveAgents implements HostOwner {
     this.options.watchers.publishLater(agentId, async () => {
       const host = this.hosts.get(agentId);
       const live = host && liveView(host);
-      if (live) return live;
+      if (live) return { view: live, seq: host.latest!.seq };
       const agent = await this.options.store.getAgent(agentId);
       if (!agent) throw new NotFoundError('agent', agentId);
-      return storedView(this.options.store, agent);
+      return { view: await storedView(this.options.store, agent), seq: agent.lastSeq };
     });
   }
 
@@ -169,6 +171,10 @@ export class LiveAgents implements HostOwner {
 
   commit(write: Write): Promise<unknown> {
     return this.options.committer.enqueue(write);
+  }
+
+  streamTokens(agentId: string, key: CallKey): TokenWriter {
+    return this.options.tokens.begin(agentId, key);
   }
 
   findEffect(idempotencyKey: string) {
@@ -189,7 +195,7 @@ export class LiveAgents implements HostOwner {
     });
     if (checkpoint.status !== 'active') this.forget(host);
     else if (this.options.passivateAfterMs !== undefined && host.isResting()) this.schedulePassivation(host);
-    this.options.watchers.publish(host.agentId, () => liveView(host)!);
+    this.options.watchers.publish(host.agentId, () => liveView(host)!, checkpoint.seq);
   }
 
   /** The failure policy: let go of an agent run elsewhere, mark one that threw, reload one whose commit failed. */

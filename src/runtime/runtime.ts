@@ -19,11 +19,15 @@ import { acceptedEventTypes, registerMachine, validateEvent, validateInput, type
 import { parseJsonObject } from './restore.js';
 import { liveView, storedView, type AgentView } from './views.js';
 import { Watchers, type ViewListener } from './watchers.js';
+import { TokenStreams, type TokenStreamLimits } from './token-streams.js';
+import { AgentEventFeed, type AgentEvent, type AgentEventSources, type StreamPosition } from './agent-events.js';
 
 export interface RuntimeOptions {
   store: Store;
   machines: readonly MachineDefinition[];
   logger?: Logger;
+  /** What is kept of streamed LLM text for clients that reconnect (see token-streams.ts for the defaults). */
+  tokenLimits?: Partial<TokenStreamLimits>;
   /**
    * Restore every active agent at creation (default true). On a shared store (Postgres) the runtime
    * always takes its lease and adopts the agents no live process runs: that is its recovery.
@@ -78,6 +82,8 @@ export class Runtime {
   readonly leaseKeeper: LeaseKeeper | undefined;
   private readonly committer: GroupCommitter;
   private readonly watchers: Watchers;
+  /** The text of LLM calls as it is generated, for streams (and, on a shared store, for other processes' streams). */
+  readonly tokens: TokenStreams;
   private readonly live: LiveAgents;
   private readonly observer: RuntimeObserver;
   private readonly skipResting: boolean;
@@ -93,6 +99,7 @@ export class Runtime {
     this.committer = new GroupCommitter(store);
     this.committer.onBatch = (size, ms) => this.observe('batchCommitted', { size, ms });
     this.watchers = new Watchers(store, this.log);
+    this.tokens = new TokenStreams(this.log, store.leases?.relay, options.tokenLimits);
     this.skipResting = options.passivateAfterMs !== undefined;
     const inspect = options.inspect;
     const leases = store.leases;
@@ -101,6 +108,7 @@ export class Runtime {
       machines: this.machines,
       committer: this.committer,
       watchers: this.watchers,
+      tokens: this.tokens,
       log: this.log,
       observe: this.observe,
       // XState calls it inside the agent's transition: a throw there would put the agent in error.
@@ -314,6 +322,27 @@ export class Runtime {
     return this.store.sizeBytes();
   }
 
+  /**
+   * Opens what one client of `GET /agents/:id/stream` receives: snapshots, tokens and restarts, from
+   * `from` (a position an earlier event's id named) or from now. Throws NotFoundError for an unknown agent.
+   */
+  openEventFeed(agentId: string, from: StreamPosition | undefined, emit: (event: AgentEvent) => void): Promise<AgentEventFeed> {
+    const sources: AgentEventSources = {
+      store: this.store,
+      tokens: this.tokens,
+      current: async (id) => {
+        const host = this.live.get(id);
+        const live = host && liveView(host);
+        if (live) return { view: live, seq: host.latest!.seq };
+        const agent = await this.agentOrThrow(id);
+        return { view: await storedView(this.store, agent), seq: agent.lastSeq };
+      },
+      watch: (id, listener) => this.watchers.watch(id, listener),
+      runsElsewhere: (id) => this.leaseKeeper !== undefined && !this.live.holds(id),
+    };
+    return AgentEventFeed.open(sources, agentId, from, emit);
+  }
+
   /** Calls `listener` with the agent's view after each committed transition; returns the unsubscribe. */
   watch(agentId: string, listener: ViewListener): () => void {
     return this.watchers.watch(agentId, listener);
@@ -341,6 +370,7 @@ export class Runtime {
     await this.pruner?.stop();
     await this.leaseKeeper?.stop();
     this.live.close();
+    this.tokens.close();
     await this.committer.drain();
     // Committed what it had: its agents may go to another process at once, without waiting for the lease.
     await this.leaseKeeper?.resign().catch((err: unknown) => this.log.warn({ err }, 'could not end the lease; it will run out'));

@@ -3,7 +3,8 @@ import type { AgentRecord, Store } from '../store/store.js';
 import { contextOf } from './restore.js';
 import { toAgentView, type AgentView } from './views.js';
 
-export type ViewListener = (view: AgentView) => void;
+/** `seq`: the checkpoint the view shows (a status change outside a transition keeps the last one's). */
+export type ViewListener = (view: AgentView, seq: number) => void;
 
 /**
  * Who watches which agent, and what they are shown: a view after each committed transition of an
@@ -38,19 +39,19 @@ export class Watchers {
   }
 
   /** Shows a view to the agent's watchers; `view` is built only if someone watches. */
-  publish(agentId: string, view: () => AgentView): void {
+  publish(agentId: string, view: () => AgentView, seq: number): void {
     const set = this.listeners.get(agentId);
     if (!set?.size) return;
     const shown = view();
-    set.forEach((listener) => listener(shown));
+    set.forEach((listener) => listener(shown, seq));
   }
 
   /** Shows the view `read` builds (the agent's status changed outside a transition). */
-  publishLater(agentId: string, read: () => Promise<AgentView>): void {
+  publishLater(agentId: string, read: () => Promise<{ view: AgentView; seq: number }>): void {
     const set = this.listeners.get(agentId);
     if (!set?.size) return;
     read().then(
-      (view) => set.forEach((listener) => listener(view)),
+      ({ view, seq }) => set.forEach((listener) => listener(view, seq)),
       (err: unknown) => this.log.warn({ agentId, err }, 'could not build a view for watchers'),
     );
   }
@@ -78,7 +79,7 @@ export class Watchers {
             { ...agent, status: checkpoint.status as AgentRecord['status'] },
             { ...checkpoint, context: contextOf(checkpoint), updatedAt: checkpoint.createdAt },
           );
-          listeners.forEach((listener) => listener(view));
+          listeners.forEach((listener) => listener(view, seq));
         }
         current.seen = newest;
       })

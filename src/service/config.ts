@@ -31,6 +31,8 @@ export interface Config {
     timeoutMs: number;
     /** The simulated LLM's share of failing calls (used when no real LLM is configured). */
     simulatedFaultRate: number;
+    /** The simulated LLM's pause between streamed words. */
+    simulatedWordDelayMs: number;
   };
   agent: {
     maxAttempts: number;
@@ -137,6 +139,10 @@ export const OPTIONS: OptionTable = {
     simulatedFaultRate: {
       flag: 'simulated-fault-rate', env: 'SIMULATED_FAULT_RATE', default: 0, parse: nonNegativeNumber, value: 'R',
       help: "share of the simulated LLM's calls that fail (transiently)",
+    },
+    simulatedWordDelayMs: {
+      flag: 'simulated-word-delay-ms', env: 'SIMULATED_WORD_DELAY_MS', default: 30, parse: integer(), value: 'N',
+      help: 'pause between the words the simulated LLM streams',
     },
   },
   agent: {

@@ -130,7 +130,7 @@ function chooseLlm(config: Config['llm'], log: Logger): LlmClient {
     '*** SIMULATED LLM: neither OPENAI_API_KEY nor OPENAI_BASE_URL is set, so answers are made up locally. ' +
       'Set one of them (or --llm-api-key / --llm-base-url) to call a real model. ***',
   );
-  return createSimulatedLlm({ faultRate: config.simulatedFaultRate });
+  return createSimulatedLlm({ faultRate: config.simulatedFaultRate, wordDelayMs: config.simulatedWordDelayMs });
 }
 
 function listen(fetch: Parameters<typeof serve>[0]['fetch'], config: Config['server']): Promise<{ server: ServerType; url: string }> {

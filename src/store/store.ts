@@ -352,6 +352,8 @@ export interface Ownership {
   onChange(listener: (change: AgentChange) => void): void;
   /** Ends this process's lease now (clean shutdown): its agents may be claimed at once. */
   resign(): Promise<void>;
+  /** Messages to the other processes (streamed LLM text relayed to their clients). */
+  readonly relay?: Relay;
 }
 
 /** The name `Ownership` had first. */
@@ -374,4 +376,10 @@ export type AgentChange =
 export interface StoreStats {
   agentsByStatus: Record<AgentStatus, number>;
   inboxDepth: number;
+}
+
+/** Messages between the processes that share a store (Postgres: NOTIFY on a channel of its own): best effort, may be lost. */
+export interface Relay {
+  send(message: string): Promise<void>;
+  onMessage(listener: (message: string) => void): void;
 }

@@ -115,6 +115,7 @@ export async function storeContents(store: Store) {
 export interface SseEvent {
   event: string;
   data: string;
+  id?: string;
 }
 
 /** Reads Server-Sent Events from a response body as they arrive. */
@@ -124,12 +125,14 @@ export function sseReader(res: Response) {
   let buffer = '';
   const parse = (block: string): SseEvent | undefined => {
     let event = 'message';
+    let id: string | undefined;
     const data: string[] = [];
     for (const line of block.split('\n')) {
       if (line.startsWith('event:')) event = line.slice(6).trim();
+      else if (line.startsWith('id:')) id = line.slice(3).trim();
       else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
     }
-    return data.length ? { event, data: data.join('\n') } : undefined; // comments (keep-alives) carry no data
+    return data.length ? { event, data: data.join('\n'), ...(id === undefined ? {} : { id }) } : undefined; // comments (keep-alives) carry no data
   };
   return {
     /** The next event, or undefined when the stream has ended. */

@@ -21,6 +21,7 @@ async function readUntil(stream: ReturnType<typeof sseReader>, stop: (v: AgentVi
   for (;;) {
     const event = await stream.next();
     if (!event) throw new Error(`stream ended after ${JSON.stringify(views.map((v) => v.state))}`);
+    if (event.event === 'token') continue; // the text of the LLM call in flight (test/http/stream-tokens.test.ts)
     expect(event.event).toBe('snapshot');
     const view = JSON.parse(event.data) as AgentView;
     views.push(view);
@@ -66,13 +67,15 @@ describe('GET /agents/:id/stream', () => {
     t = await testApp();
     await spawn(t.app, 's3');
     const unsubscribed = vi.fn();
-    const watch = t.runtime.watch.bind(t.runtime);
-    vi.spyOn(t.runtime, 'watch').mockImplementation((id, listener) => {
-      const stop = watch(id, listener);
-      return () => {
+    const open = t.runtime.openEventFeed.bind(t.runtime);
+    vi.spyOn(t.runtime, 'openEventFeed').mockImplementation(async (id, from, emit) => {
+      const feed = await open(id, from, emit);
+      const close = feed.close.bind(feed);
+      feed.close = () => {
         unsubscribed(id);
-        stop();
+        close();
       };
+      return feed;
     });
     const stream = await openStream('s3');
     await stream.next();

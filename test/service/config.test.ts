@@ -13,7 +13,7 @@ describe('loadConfig defaults', () => {
     expect(loadConfig([], {})).toEqual({
       server: { port: 3000, host: '127.0.0.1', token: undefined },
       store: { db: './data/agents.db', databaseUrl: undefined, synchronous: 'full', leaseMs: 10_000 },
-      llm: { baseUrl: undefined, apiKey: undefined, model: 'gpt-4o-mini', timeoutMs: 30_000, simulatedFaultRate: 0 },
+      llm: { baseUrl: undefined, apiKey: undefined, model: 'gpt-4o-mini', timeoutMs: 30_000, simulatedFaultRate: 0, simulatedWordDelayMs: 30 },
       agent: { maxAttempts: 5, baseDelayMs: 500, webhookTimeoutMs: undefined },
       outbound: { allow: parseOutboundPolicy(undefined) },
       runtime: { passivateAfterMs: 60_000 },
@@ -50,6 +50,7 @@ const SETTINGS: [string, string, string, (c: Config) => unknown, unknown][] = [
   ['model', 'OPENAI_MODEL', 'gpt-x', (c) => c.llm.model, 'gpt-x'],
   ['llm-timeout-ms', 'LLM_TIMEOUT_MS', '1234', (c) => c.llm.timeoutMs, 1_234],
   ['simulated-fault-rate', 'SIMULATED_FAULT_RATE', '0.25', (c) => c.llm.simulatedFaultRate, 0.25],
+  ['simulated-word-delay-ms', 'SIMULATED_WORD_DELAY_MS', '0', (c) => c.llm.simulatedWordDelayMs, 0],
   ['max-attempts', 'MAX_ATTEMPTS', '9', (c) => c.agent.maxAttempts, 9],
   ['retry-base-ms', 'RETRY_BASE_MS', '20', (c) => c.agent.baseDelayMs, 20],
   ['webhook-timeout-ms', 'WEBHOOK_TIMEOUT_MS', '700', (c) => c.agent.webhookTimeoutMs, 700],

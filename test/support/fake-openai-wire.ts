@@ -1,5 +1,6 @@
 // The Chat Completions wire as the fake OpenAI server sees it: message shapes, the fake's usage
-// rule, and the requests the real API refuses with a 400 (so the fake refuses them too).
+// rule, how an answer is cut into streamed deltas, and the requests the real API refuses with a
+// 400 (so the fake refuses them too).
 
 /** A request message as sent: `content` may be a string, an array of parts or null. */
 export interface WireMessage {
@@ -66,6 +67,57 @@ export function usageFor(messages: readonly MessageLike[], answerText: string): 
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
+/** `choices[0].delta` of a streamed chunk, in the shapes the fake sends. */
+export interface ChunkDelta {
+  role?: 'assistant';
+  content?: string | null;
+  tool_calls?: ToolCallDelta[];
+}
+
+/** A piece of one tool call: the first names it (`id`, `type`, `name`), the rest carry its arguments. */
+export interface ToolCallDelta {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function: { name?: string; arguments: string };
+}
+
+/** How many characters of a tool call's arguments each of its chunks carries, as the real API cuts them (roughly). */
+export const ARGUMENT_FRAGMENT_CHARS = 8;
+
+/**
+ * A text cut into word-sized deltas, each word with the whitespace after it ("Hello world, friend"
+ * → "Hello ", "world, ", "friend"); leading whitespace is a piece of its own. The join is the text.
+ */
+export function wordDeltas(text: string): string[] {
+  return text.match(/^\s+|\S+\s*/g) ?? [];
+}
+
+/** The delta of a stream's first chunk: the role, with an empty content, or null content for a tool-call answer without text. */
+export function roleDelta(message: AssistantMessage): ChunkDelta {
+  return { role: 'assistant', content: message.content === null ? null : '' };
+}
+
+/**
+ * The deltas that stream `message` after its role chunk, in the order the real API sends them: the
+ * content pieces, then for each tool call a chunk that names it and chunks of its arguments.
+ */
+export function answerDeltas(message: AssistantMessage, contentPieces: readonly string[]): ChunkDelta[] {
+  const content = contentPieces.map((piece): ChunkDelta => ({ content: piece }));
+  const calls = (message.tool_calls ?? []).flatMap((call, index): ChunkDelta[] => {
+    const head: ToolCallDelta = { index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } };
+    const fragments = fragmentsOf(call.function.arguments).map((args): ToolCallDelta => ({ index, function: { arguments: args } }));
+    return [head, ...fragments].map((tc) => ({ tool_calls: [tc] }));
+  });
+  return [...content, ...calls];
+}
+
+function fragmentsOf(text: string): string[] {
+  const fragments: string[] = [];
+  for (let at = 0; at < text.length; at += ARGUMENT_FRAGMENT_CHARS) fragments.push(text.slice(at, at + ARGUMENT_FRAGMENT_CHARS));
+  return fragments;
+}
+
 /** A 400 the real API would send: its message, `param` and `code`. */
 export interface Refusal {
   message: string;
@@ -80,9 +132,9 @@ export function refusalOf(body: unknown): Refusal | undefined {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     return { message: 'We could not parse the JSON body of your request.', param: null, code: null };
   }
-  const request = body as { messages?: unknown; tools?: unknown; tool_choice?: unknown; stream?: unknown };
-  if (request.stream === true) {
-    return { message: 'The fake OpenAI server does not stream: send the request without stream: true.', param: 'stream', code: null };
+  const request = body as { messages?: unknown; tools?: unknown; tool_choice?: unknown; stream?: unknown; stream_options?: unknown };
+  if (request.stream !== true && request.stream_options != null) {
+    return { message: "The 'stream_options' parameter is only allowed when 'stream' is enabled.", param: 'stream_options', code: null };
   }
   if (!Array.isArray(request.messages)) {
     return { message: "Missing required parameter: 'messages'.", param: 'messages', code: 'missing_required_parameter' };

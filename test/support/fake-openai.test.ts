@@ -1,5 +1,6 @@
-// The fake OpenAI server through the real `openai` client: faults, latency, scripted tool calls and
-// usage (long: the fake stands in for a whole API, and each behaviour a test relies on is checked here).
+// The fake OpenAI server through the real `openai` client: faults, latency, scripted tool calls,
+// usage and streaming (long: the fake stands in for a whole API, and each behaviour a test relies
+// on is checked here).
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import OpenAI, {
   APIConnectionError,
@@ -10,8 +11,8 @@ import OpenAI, {
   InternalServerError,
   RateLimitError,
 } from 'openai';
-import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
-import { messageText, startFakeOpenAI, usageFor, type FakeOpenAI } from './fake-openai.js';
+import type { ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import { messageText, startFakeOpenAI, usageFor, wordDeltas, type FakeOpenAI } from './fake-openai.js';
 
 let fake: FakeOpenAI | undefined;
 afterEach(async () => {
@@ -390,5 +391,310 @@ describe('fake OpenAI server: usage, tool calls, scripted replies', () => {
     const { client } = await setup({ strict: false });
     const res = await client.chat.completions.create({ model: 'm', tools: [], messages: [{ role: 'tool', tool_call_id: 'nobody', content: 'r' }] });
     expect(res.choices[0]?.message.content).toBe('answer: ');
+  });
+});
+
+type ChunkStream = AsyncIterable<ChatCompletionChunk>;
+
+interface Collected {
+  chunks: ChatCompletionChunk[];
+  /** The content deltas in order (the role chunk's empty content left out). */
+  deltas: string[];
+  content: string;
+  /** The tool calls as a client accumulates them, by index. */
+  toolCalls: { id: string; type: string; function: { name: string; arguments: string } }[];
+  finishReason: string | null | undefined;
+  usage: ChatCompletionChunk['usage'];
+}
+
+// What a consumer of the chunks ends with; `onChunk` sees each as it arrives.
+async function collect(stream: ChunkStream, onChunk: (chunk: ChatCompletionChunk) => void = () => undefined): Promise<Collected> {
+  const out: Collected = { chunks: [], deltas: [], content: '', toolCalls: [], finishReason: undefined, usage: undefined };
+  for await (const chunk of stream) {
+    out.chunks.push(chunk);
+    onChunk(chunk);
+    if (chunk.usage) out.usage = chunk.usage;
+    const choice = chunk.choices[0];
+    if (!choice) continue;
+    if (choice.finish_reason) out.finishReason = choice.finish_reason;
+    const { role, content, tool_calls } = choice.delta;
+    if (typeof content === 'string' && !role) {
+      out.deltas.push(content);
+      out.content += content;
+    }
+    for (const tc of tool_calls ?? []) {
+      const acc = (out.toolCalls[tc.index] ??= { id: '', type: '', function: { name: '', arguments: '' } });
+      if (tc.id) acc.id = tc.id;
+      if (tc.type) acc.type = tc.type;
+      if (tc.function?.name) acc.function.name = tc.function.name;
+      acc.function.arguments += tc.function?.arguments ?? '';
+    }
+  }
+  return out;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('fake OpenAI server: streaming', () => {
+  async function streaming(opts?: Parameters<typeof startFakeOpenAI>[0], clientOpts: { timeout?: number } = {}) {
+    const s = await setup(opts, { timeout: clientOpts.timeout ?? 10_000 });
+    const messages: ChatCompletionMessageParam[] = [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hello' }];
+    const stream = (extra: Partial<OpenAI.Chat.ChatCompletionCreateParamsStreaming> = {}) =>
+      s.client.chat.completions.create({ model: 'gpt-4o-mini', messages, stream: true, stream_options: { include_usage: true }, ...extra });
+    return { ...s, messages, stream };
+  }
+
+  it('streams the text in word deltas, as Server-Sent Events shaped like the real API', async () => {
+    const { fake, stream, ask } = await streaming();
+    fake.script({ content: 'Hello world, friend' });
+    const got = await collect(await stream());
+    expect(got.deltas).toEqual(['Hello ', 'world, ', 'friend']);
+    expect(got.content).toBe(fake.calls[0]?.response?.message.content);
+    expect(fake.calls[0]).toMatchObject({ stream: true, deltasSent: 3, outcome: 'ok' });
+
+    // One id, object, created and model throughout; the role chunk first, then the deltas, the finish, the usage.
+    const [first] = got.chunks;
+    expect(first?.id).toMatch(/^chatcmpl-fake-\d+$/);
+    for (const chunk of got.chunks) {
+      expect(chunk).toMatchObject({ id: first?.id, object: 'chat.completion.chunk', created: first?.created, model: 'gpt-4o-mini' });
+    }
+    expect(got.chunks.map((c) => c.choices)).toEqual([
+      [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
+      ...['Hello ', 'world, ', 'friend'].map((content) => [{ index: 0, delta: { content }, logprobs: null, finish_reason: null }]),
+      [{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }],
+      [],
+    ]);
+    // With include_usage every chunk but the last carries `usage: null`, as the real API documents.
+    expect(got.chunks.map((c) => c.usage ?? null).slice(0, -1)).toEqual(Array(5).fill(null));
+
+    // The default answer is cut the same way, and the recorded call says it was not streamed.
+    expect((await collect(await stream())).deltas).toEqual(['answer: ', 'hello']);
+    await ask('plain');
+    expect(fake.calls.map((c) => [c.stream, c.deltasSent])).toEqual([
+      [true, 3],
+      [true, 2],
+      [false, 0],
+    ]);
+
+    // On the wire: an event stream, one `data:` event per chunk, ended by [DONE].
+    const raw = await fetch(`${fake.url}/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'a b' }], stream: true }),
+    });
+    expect(raw.status).toBe(200);
+    expect(raw.headers.get('content-type')).toBe('text/event-stream');
+    const events = (await raw.text()).split('\n\n');
+    expect(events.at(-1)).toBe('');
+    expect(events.at(-2)).toBe('data: [DONE]');
+    expect(events.slice(0, -2).every((e) => e.startsWith('data: {'))).toBe(true);
+    expect(events).toHaveLength(1 + 3 + 1 + 2); // role; 'answer: ', 'a ', 'b'; finish (no usage asked); [DONE], ''
+  });
+
+  it('word deltas keep every character: whitespace runs, a leading space, an empty text', async () => {
+    expect(wordDeltas('Hello world, friend')).toEqual(['Hello ', 'world, ', 'friend']);
+    expect(wordDeltas('  two\n\nlines  end ')).toEqual(['  ', 'two\n\n', 'lines  ', 'end ']);
+    expect(wordDeltas('')).toEqual([]);
+    expect(wordDeltas('   ')).toEqual(['   ']);
+  });
+
+  it('sends scripted deltas exactly, their join being the content of a streamed or plain answer', async () => {
+    const { fake, stream, ask } = await streaming();
+    const deltas = ['Hel', 'lo', '', ' wor', 'ld!'];
+    fake.script({ deltas }, { deltas });
+    const got = await collect(await stream());
+    expect(got.deltas).toEqual(deltas);
+    expect(got.content).toBe('Hello world!');
+    expect(fake.calls[0]?.response?.message).toEqual({ role: 'assistant', content: 'Hello world!' });
+    expect((await ask('x')).choices[0]?.message.content).toBe('Hello world!');
+  });
+
+  it('streams tool calls as the real API does, accumulating to the non-streamed answer', async () => {
+    const { fake, client, stream, messages } = await streaming();
+    const one = { toolCalls: [{ id: 'call_a', name: 'search', arguments: { q: 'durable agents' } }] };
+    const two = {
+      toolCalls: [
+        { id: 'call_b', name: 'search', arguments: { q: 'a much longer query, to be cut in several fragments' } },
+        { id: 'call_c', name: 'fetch_page', arguments: '' },
+      ],
+    };
+    fake.script(one, one, two, two);
+    for (const reply of [one, two]) {
+      const plain = (await client.chat.completions.create({ model: 'gpt-4o-mini', messages, tools: TOOLS })).choices[0]!;
+      const got = await collect(await stream({ tools: TOOLS }));
+      expect(got.toolCalls).toEqual(plain.message.tool_calls);
+      expect(got.toolCalls).toHaveLength(reply.toolCalls.length);
+      expect(got.finishReason).toBe('tool_calls');
+      expect(got.deltas).toEqual([]);
+    }
+
+    // The shapes, for the two calls: the role with null content, for each call a chunk naming it
+    // with empty arguments, then its arguments in fragments of at most 8 characters.
+    const got = fake.calls[3]!;
+    expect(got.response?.message.tool_calls?.map((c) => c.id)).toEqual(['call_b', 'call_c']);
+    fake.script(two);
+    const chunks = (await collect(await stream({ tools: TOOLS }))).chunks;
+    const deltas = chunks.map((c) => c.choices[0]?.delta);
+    expect(deltas[0]).toEqual({ role: 'assistant', content: null });
+    expect(deltas[1]).toEqual({ tool_calls: [{ index: 0, id: 'call_b', type: 'function', function: { name: 'search', arguments: '' } }] });
+    const firstArgs = deltas.slice(2).filter((d) => d?.tool_calls?.[0]?.index === 0);
+    expect(firstArgs.length).toBeGreaterThan(2);
+    for (const d of firstArgs) {
+      expect(Object.keys(d?.tool_calls?.[0] ?? {})).toEqual(['index', 'function']);
+      expect(d?.tool_calls?.[0]?.function?.arguments?.length).toBeLessThanOrEqual(8);
+    }
+    // An empty arguments string has no fragment: the naming chunk is all of the second call.
+    expect(deltas.at(-3)).toEqual({ tool_calls: [{ index: 1, id: 'call_c', type: 'function', function: { name: 'fetch_page', arguments: '' } }] });
+    expect(chunks.at(-2)?.choices[0]).toEqual({ index: 0, delta: {}, logprobs: null, finish_reason: 'tool_calls' });
+  });
+
+  it('sends the non-streamed usage in a last chunk only with include_usage, and none for a reply with usage: null', async () => {
+    const { fake, stream, ask } = await streaming();
+    const plain = await ask('hello');
+    const got = await collect(await stream());
+    expect(got.usage).toEqual(plain.usage);
+    expect(got.chunks.at(-1)).toMatchObject({ choices: [], usage: plain.usage });
+
+    const without = await collect(await stream({ stream_options: { include_usage: false } }));
+    expect(without.chunks.every((c) => !('usage' in c))).toBe(true);
+    expect(without.chunks.at(-1)?.choices[0]?.finish_reason).toBe('stop');
+    expect((await collect(await stream({ stream_options: undefined }))).usage).toBeUndefined();
+
+    fake.script({ content: 'no usage', usage: null });
+    const none = await collect(await stream());
+    expect(none.content).toBe('no usage');
+    expect(none.usage).toBeUndefined();
+    expect(none.chunks.at(-1)?.choices[0]?.finish_reason).toBe('stop');
+  });
+
+  it('chunkIntervalMs and setChunkInterval space the deltas', async () => {
+    const { fake, stream } = await streaming({ chunkIntervalMs: 40 });
+    fake.script({ content: 'one two three four five' }, { content: 'one two three' });
+    let t = Date.now();
+    expect((await collect(await stream())).deltas).toHaveLength(5);
+    // Lower bounds only: four pauses of 40 ms between five deltas; load can only add to them.
+    expect(Date.now() - t).toBeGreaterThanOrEqual(150);
+    fake.setChunkInterval(100);
+    t = Date.now();
+    expect((await collect(await stream())).deltas).toHaveLength(3);
+    expect(Date.now() - t).toBeGreaterThanOrEqual(190);
+  });
+
+  it('cut: the iteration throws the raw fetch error (not an APIError) after the deltas sent, and the answer is kept for the retry', async () => {
+    const { fake, stream, client } = await streaming();
+    fake.script({ content: 'one two three four' });
+    fake.enqueueFaults({ kind: 'cut', afterDeltas: 2 });
+    const received: string[] = [];
+    const s = await stream(); // the 200 and the role chunk came: create() itself resolves
+    const err = await failure(collect(s, (c) => void (c.choices[0]?.delta.content && received.push(c.choices[0].delta.content))));
+    // The SDK does not wrap an error in the middle of a stream: undici's body error comes through as is.
+    expect(err).toBeInstanceOf(TypeError);
+    expect(err).not.toBeInstanceOf(APIError);
+    expect(err).toMatchObject({ message: 'terminated', cause: { code: 'UND_ERR_SOCKET' } });
+    expect(received).toEqual(['one ', 'two ']);
+    expect(fake.calls[0]).toMatchObject({ stream: true, deltasSent: 2, outcome: 'fault', response: { message: { content: 'one two three four' } } });
+
+    // The cut took nothing from the script: the retry streams the same answer whole.
+    expect(fake.scripted).toBe(1);
+    expect((await collect(await stream())).content).toBe('one two three four');
+
+    // A cut past the last delta still loses the finish and [DONE]; a plain request is cut before any byte.
+    fake.enqueueFaults({ kind: 'cut', afterDeltas: 99 }, { kind: 'cut', afterDeltas: 0 });
+    await expect(collect(await stream())).rejects.toThrow('terminated');
+    await expect(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(APIConnectionError);
+    expect(fake.calls.map((c) => [c.outcome, c.deltasSent])).toEqual([
+      ['fault', 2],
+      ['ok', 4],
+      ['fault', 2],
+      ['fault', 0],
+    ]);
+  });
+
+  it('holdAfter(3) pauses a stream after exactly 3 deltas until release()', async () => {
+    const { fake, stream } = await streaming();
+    fake.script({ content: 'a b c d e f' });
+    fake.enqueueFaults({ kind: 'status', status: 500 }); // a fault does not take the hold
+    await expect(stream()).rejects.toBeInstanceOf(InternalServerError);
+    const hold = fake.holdAfter(3);
+    const received: string[] = [];
+    const done = collect(await stream(), (c) => void (typeof c.choices[0]?.delta.content === 'string' && !c.choices[0].delta.role && received.push(c.choices[0].delta.content)));
+    const call = await hold.reached;
+    expect(call).toBe(fake.calls[1]);
+    expect(call.deltasSent).toBe(3);
+    await vi.waitFor(() => expect(received).toHaveLength(3));
+    await sleep(100); // held: nothing more comes, however long we wait
+    expect(received).toEqual(['a ', 'b ', 'c ']);
+    hold.release();
+    const got = await done;
+    expect(got.content).toBe('a b c d e f');
+    expect(got.finishReason).toBe('stop');
+    expect(received).toHaveLength(6);
+    expect(fake.calls[1]).toMatchObject({ outcome: 'ok', deltasSent: 6 });
+
+    // The next streamed call is not held: a hold is for one call.
+    expect((await collect(await stream())).deltas).toEqual(['answer: ', 'hello']);
+  });
+
+  it('close() ends a held stream, and fails a hold no call reached', async () => {
+    const { fake, stream } = await streaming();
+    const hold = fake.holdAfter(1);
+    const unused = fake.holdAfter(1);
+    const s = await stream();
+    const done = failure(collect(s));
+    await hold.reached;
+    await fake.close();
+    expect(await done).toBeInstanceOf(TypeError);
+    expect(fake.calls[0]).toMatchObject({ outcome: 'aborted', deltasSent: 1 });
+    await expect(unused.reached).rejects.toThrow('closed before the hold was used');
+    hold.release(); // too late: a no-op
+  });
+
+  it('faults on a streamed request: status before the stream, malformed, delay and hang', async () => {
+    const { fake, stream } = await streaming(undefined, { timeout: 300 });
+    fake.enqueueFaults({ kind: 'status', status: 429, retryAfter: '3' }, { kind: 'malformed' }, { kind: 'delay', ms: 120 }, { kind: 'hang' });
+    const err = await failure(stream());
+    expect(err).toBeInstanceOf(RateLimitError);
+    expect(err).toMatchObject({ status: 429, code: 'rate_limit_exceeded' });
+
+    const malformed = await collect(await stream());
+    expect(malformed.chunks[0]?.choices[0]?.delta).toEqual({ role: 'assistant' });
+    expect(malformed.content).toBe('');
+    expect(malformed.toolCalls).toEqual([]);
+    expect(malformed.finishReason).toBe('stop');
+
+    const t = Date.now();
+    expect((await collect(await stream())).content).toBe('answer: hello');
+    expect(Date.now() - t).toBeGreaterThanOrEqual(110);
+
+    expect(await failure(stream())).toBeInstanceOf(APIConnectionTimeoutError);
+    expect(fake.calls.map((c) => c.outcome.replace('aborted', 'fault'))).toEqual(['fault', 'fault', 'ok', 'fault']);
+  });
+
+  it('refuses stream_options without stream: true in strict mode, as the real API does', async () => {
+    const { client, fake } = await setup();
+    const body = { model: 'm', messages: [{ role: 'user' as const, content: 'x' }], stream_options: { include_usage: true } };
+    const err = await failure(client.chat.completions.create(body));
+    expect(err).toBeInstanceOf(BadRequestError);
+    expect(err).toMatchObject({ status: 400, param: 'stream_options', message: "400 The 'stream_options' parameter is only allowed when 'stream' is enabled." });
+    expect(fake.calls[0]).toMatchObject({ outcome: 'fault', stream: false });
+    await fake.close();
+
+    const lenient = await setup({ strict: false });
+    expect((await lenient.client.chat.completions.create(body)).choices[0]?.message.content).toBe('answer: x');
+  });
+
+  it('the SDK stream helper ends with the message and usage of the non-streamed call', async () => {
+    const { fake, client, messages } = await streaming();
+    const replies = [{ content: 'Hello world, friend' }, { content: 'checking', toolCalls: [{ id: 'call_x', name: 'search', arguments: { q: 'x' } }] }];
+    for (const reply of replies) {
+      fake.script(reply, reply);
+      const plain = await client.chat.completions.create({ model: 'gpt-4o-mini', messages, tools: TOOLS });
+      const final = await client.chat.completions
+        .stream({ model: 'gpt-4o-mini', messages, tools: TOOLS, stream_options: { include_usage: true } })
+        .finalChatCompletion();
+      // The helper adds what the SDK always adds (refusal, parsed): the rest is the same message.
+      expect(final.choices[0]?.message).toMatchObject(plain.choices[0]!.message);
+      expect(final.choices[0]?.finish_reason).toBe(plain.choices[0]?.finish_reason);
+      expect(final.usage).toEqual(plain.usage);
+    }
   });
 });

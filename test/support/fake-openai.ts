@@ -1,17 +1,48 @@
 // A fake OpenAI Chat Completions server for tests: real HTTP on 127.0.0.1 so the real
-// `openai` client (fetch, timeouts, error mapping) is exercised, with injectable faults, scripted
-// replies (text or tool calls) and a deterministic `usage` on every answer.
+// `openai` client (fetch, timeouts, error mapping, SSE parsing) is exercised, with injectable
+// faults, scripted replies (text or tool calls), a deterministic `usage` on every answer, and
+// streamed answers (`stream: true`) that can be paced, held mid-answer or cut.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readJsonBody, sendJson, startHttpFake } from './http-fake.js';
-import { messageText, refusalOf, textOf, usageFor, type AssistantMessage, type Refusal, type Usage, type WireMessage } from './fake-openai-wire.js';
+import {
+  answerDeltas,
+  messageText,
+  refusalOf,
+  roleDelta,
+  textOf,
+  usageFor,
+  wordDeltas,
+  type AssistantMessage,
+  type ChunkDelta,
+  type Refusal,
+  type Usage,
+  type WireMessage,
+} from './fake-openai-wire.js';
 
-export { messageText, usageFor, type AssistantMessage, type Usage, type WireMessage, type WireToolCall } from './fake-openai-wire.js';
+export {
+  messageText,
+  usageFor,
+  wordDeltas,
+  type AssistantMessage,
+  type ChunkDelta,
+  type ToolCallDelta,
+  type Usage,
+  type WireMessage,
+  type WireToolCall,
+} from './fake-openai-wire.js';
 
+/**
+ * `malformed` answers a message with no content (streamed: a chunk with neither content nor tool
+ * calls). `cut` streams the first `afterDeltas` deltas of the answer the next answered call would
+ * get (without taking it from the script), then destroys the socket with no `[DONE]`; a request
+ * that did not ask to stream has its socket destroyed before any byte of the answer.
+ */
 export type Fault =
   | { kind: 'status'; status: number; retryAfter?: string; body?: unknown }
   | { kind: 'hang' }
   | { kind: 'malformed' }
-  | { kind: 'delay'; ms: number };
+  | { kind: 'delay'; ms: number }
+  | { kind: 'cut'; afterDeltas: number };
 
 /** One tool call of a scripted reply; `id` defaults to `call_<n>`, unique in the server. */
 export interface ScriptedToolCall {
@@ -29,6 +60,11 @@ export interface ScriptedToolCall {
  */
 export interface ScriptedReply {
   content?: string | null;
+  /**
+   * The content's streamed pieces exactly (their join is the content, which `content` then need not
+   * repeat and cannot contradict: the deltas win). Without them a stream cuts the content into words.
+   */
+  deltas?: string[];
   toolCalls?: ScriptedToolCall[];
   usage?: Partial<Usage> | null;
 }
@@ -49,9 +85,28 @@ export interface RecordedCall {
   /** The first user message's text: the task, however long the exchange that follows it. */
   userContent: string;
   authorization?: string;
+  /** A `cut` is a fault even though it began a 200; `aborted` is the client (or close()) hanging up first. */
   outcome: 'ok' | 'fault' | 'aborted';
-  /** What the fake answered with a 200, set when the answer is decided (before any latency). */
+  /** The request asked for `stream: true`. */
+  stream: boolean;
+  /** Deltas (content pieces and tool-call chunks, the role chunk not counted) written so far; 0 when not streamed. */
+  deltasSent: number;
+  /**
+   * What the fake answered with a 200, set when the answer is decided (before any latency); for a
+   * `cut`, the answer it began. A stream sends exactly this message, in deltas.
+   */
   response?: { message: AssistantMessage; finishReason: 'stop' | 'tool_calls'; usage: Usage | undefined };
+}
+
+/** A streamed answer paused after some deltas, for a test that must act while tokens are flowing. */
+export interface Hold {
+  /**
+   * Resolves once the stream is paused, its deltas handed to the socket; rejects if the stream ends
+   * first (the client hung up, or close()), and never fails the run when nobody awaits it.
+   */
+  reached: Promise<RecordedCall>;
+  /** Streams the rest of the answer (at once if the pause is not reached yet: the stream then never pauses). */
+  release(): void;
 }
 
 export interface FakeOpenAI {
@@ -64,7 +119,16 @@ export interface FakeOpenAI {
   callsFor(userContent: string): RecordedCall[];
   enqueueFaults(...faults: Fault[]): void;
   setFaultPolicy(policy: ((call: RecordedCall, index: number) => Fault | undefined) | undefined): void;
+  /** The time before a call is answered (for a stream: before its first chunk). */
   setLatency(ms: number | ((call: RecordedCall) => number)): void;
+  /** The pause between two deltas of a stream, read before each one; 0 writes them back to back (still one write each). */
+  setChunkInterval(ms: number): void;
+  /**
+   * Pauses the next streamed call that is answered normally (no fault, or a `delay`) after `deltas`
+   * deltas, or before its finish chunk if it has fewer; holds queue up, one per such call in order.
+   * close() ends a held stream (its socket destroyed, the call 'aborted').
+   */
+  holdAfter(deltas: number): Hold;
   /** Queues replies, sent in order to the calls that get no fault and no reply from the policy. */
   script(...replies: ScriptedReply[]): void;
   /** Asked first for every answered call; undefined falls through to the script, then to `answer`. */
@@ -76,12 +140,37 @@ export interface FakeOpenAIOptions {
   answer?: (userContent: string, call: RecordedCall) => string;
   latencyMs?: number;
   requireApiKey?: string;
+  /** The pause between two deltas of a stream (see setChunkInterval). Default 0. */
+  chunkIntervalMs?: number;
   /**
    * Answer 400, with the real API's message, to requests it refuses: tool messages that answer no
    * pending tool call, tool calls left without their tool messages, `tools: []`, `tool_choice`
-   * without tools, `stream: true` (not implemented here). Default true.
+   * without tools, `stream_options` without `stream: true`. Default true.
    */
   strict?: boolean;
+}
+
+// The hold state a stream consults: `resume` is set while it is paused.
+interface PendingHold {
+  after: number;
+  released: boolean;
+  resume?: () => void;
+  reach(call: RecordedCall): void;
+  fail(err: Error): void;
+}
+
+// What a stream writes: the role chunk's delta, the deltas pacing, holds and cuts count, and the end.
+interface StreamPlan {
+  first: ChunkDelta;
+  deltas: ChunkDelta[];
+  finishReason: 'stop' | 'tool_calls';
+  usage: Usage | undefined;
+}
+
+// When a stream stops short: `cutAfter` destroys the socket, `hold` pauses it.
+interface StreamStops {
+  cutAfter?: number;
+  hold?: PendingHold;
 }
 
 // Mirrors the `type`/`code` pairs the real API sends, so error classifiers see realistic bodies.
@@ -103,17 +192,27 @@ function toWireMessages(messages: unknown): WireMessage[] {
   return messages.map((m) => (m !== null && typeof m === 'object' ? (m as WireMessage) : { role: '', content: m }));
 }
 
+// A decided answer and the content pieces a stream of it sends.
+interface Decided {
+  response: NonNullable<RecordedCall['response']>;
+  contentDeltas: string[];
+}
+
 export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
   const calls: RecordedCall[] = [];
   const queue: Fault[] = [];
   const replies: ScriptedReply[] = [];
+  const holds: PendingHold[] = [];
   let policy: ((call: RecordedCall, index: number) => Fault | undefined) | undefined;
   let replyPolicy: ReplyPolicy | undefined;
   let latency: number | ((call: RecordedCall) => number) = opts.latencyMs ?? 0;
+  let chunkInterval = opts.chunkIntervalMs ?? 0;
   const answer = opts.answer ?? ((userContent: string) => `answer: ${userContent}`);
   const strict = opts.strict ?? true;
   const timers = new Set<NodeJS.Timeout>();
   const inFlight = new Map<ServerResponse, RecordedCall>();
+  // Streams a `cut` destroyed: their outcome stays 'fault', not the 'aborted' of a hang-up.
+  const cutOff = new WeakSet<ServerResponse>();
   let seq = 0;
   let toolCallIds = 0;
 
@@ -127,23 +226,29 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   };
 
   // Decided on arrival, like the faults, so queued replies line up with call order whatever the latency.
-  const decideResponse = (call: RecordedCall): NonNullable<RecordedCall['response']> => {
-    const reply = replyPolicy?.(call) ?? replies.shift() ?? {};
+  // `take: false` only looks at the answer the next answered call would get (what a cut begins): the
+  // script keeps it and no tool-call id is spent, so a retry streams the same answer whole.
+  const decideResponse = (call: RecordedCall, take = true): Decided => {
+    const reply = replyPolicy?.(call) ?? (take ? replies.shift() : replies[0]) ?? {};
+    const content = reply.deltas ? reply.deltas.join('') : reply.content;
+    let ids = toolCallIds;
     const message: AssistantMessage =
       reply.toolCalls === undefined
-        ? { role: 'assistant', content: reply.content === undefined ? answer(call.userContent, call) : reply.content }
+        ? { role: 'assistant', content: content === undefined ? answer(call.userContent, call) : content }
         : {
             role: 'assistant',
-            content: reply.content ?? null,
+            content: content ?? null,
             tool_calls: reply.toolCalls.map((tc) => ({
-              id: tc.id ?? `call_${++toolCallIds}`,
+              id: tc.id ?? `call_${++ids}`,
               type: 'function' as const,
               function: { name: tc.name, arguments: typeof tc.arguments === 'string' ? tc.arguments : JSON.stringify(tc.arguments) },
             })),
           };
+    if (take) toolCallIds = ids;
     const computed = usageFor(call.rawMessages, messageText(message));
     const usage = reply.usage === null ? undefined : withOverrides(computed, reply.usage);
-    return { message, finishReason: message.tool_calls?.length ? 'tool_calls' : 'stop', usage };
+    const response: Decided['response'] = { message, finishReason: message.tool_calls?.length ? 'tool_calls' : 'stop', usage };
+    return { response, contentDeltas: reply.deltas ?? wordDeltas(message.content ?? '') };
   };
 
   const completion = (call: RecordedCall, response: RecordedCall['response']) => {
@@ -160,17 +265,116 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     };
   };
 
+  const planOf = ({ response, contentDeltas }: Decided): StreamPlan => ({
+    first: roleDelta(response.message),
+    deltas: answerDeltas(response.message, contentDeltas),
+    finishReason: response.finishReason,
+    usage: response.usage,
+  });
+
+  // The streamed twin of the malformed completion: a role chunk with no content, then the end.
+  const malformedPlan = (call: RecordedCall): StreamPlan => ({
+    first: { role: 'assistant' },
+    deltas: [],
+    finishReason: 'stop',
+    usage: usageFor(call.rawMessages, ''),
+  });
+
+  // A connection that dies mid-answer: no finish chunk, no [DONE], and the client sees a network error.
+  const cut = (res: ServerResponse) => {
+    cutOff.add(res);
+    inFlight.delete(res);
+    res.destroy();
+  };
+
+  // Server-Sent Events as the real API streams them: one `data:` event per chunk, every chunk of one
+  // id, the role chunk, the deltas (paced by the chunk interval), the finish chunk, with
+  // include_usage a last chunk with no choices and the usage (the others carry `usage: null`), `[DONE]`.
+  const sendStream = (res: ServerResponse, call: RecordedCall, plan: StreamPlan, includeUsage: boolean, headers: Record<string, string>, stops: StreamStops = {}) => {
+    if (res.destroyed || res.writableEnded) return;
+    const envelope = { id: `chatcmpl-fake-${++seq}`, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: call.model };
+    // Settles once the last chunk has reached the socket: a destroy discards writes still queued, and
+    // the client of a cut stream must get the deltas before the connection dies.
+    let flushed = Promise.resolve();
+    const event = (body: object) => {
+      flushed = new Promise((resolve) => res.write(`data: ${JSON.stringify({ ...envelope, ...body })}\n\n`, () => resolve()));
+    };
+    const choice = (delta: ChunkDelta, finishReason: StreamPlan['finishReason'] | null = null) =>
+      event({ choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }], ...(includeUsage ? { usage: null } : {}) });
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...headers });
+    choice(plan.first);
+
+    const { cutAfter, hold } = stops;
+    const cutAt = cutAfter === undefined ? undefined : Math.min(cutAfter, plan.deltas.length);
+    const holdAt = hold === undefined ? undefined : Math.min(hold.after, plan.deltas.length);
+    let paused = false;
+    // A loop, not recursion, so a long answer at interval 0 does not grow the stack.
+    const step = (): void => {
+      for (;;) {
+        if (res.destroyed) return; // the client hung up, or close()
+        const sent = call.deltasSent;
+        if (sent === cutAt) return void flushed.then(() => cut(res));
+        if (hold && sent === holdAt && !paused) {
+          paused = true;
+          // Once the deltas are on the socket, so a test that acts on `reached` acts with them sent.
+          void flushed.then(() => hold.reach(call));
+          if (!hold.released) return void (hold.resume = step);
+        }
+        const delta = plan.deltas[sent];
+        if (delta === undefined) break;
+        choice(delta);
+        call.deltasSent = sent + 1;
+        if (chunkInterval > 0 && call.deltasSent < plan.deltas.length) return later(chunkInterval, step);
+      }
+      choice({}, plan.finishReason);
+      if (includeUsage && plan.usage) event({ choices: [], usage: plan.usage });
+      res.end('data: [DONE]\n\n');
+    };
+    step();
+  };
+
+  const holdAfter = (after: number): Hold => {
+    let reach: (call: RecordedCall) => void = () => undefined;
+    let fail: (err: Error) => void = () => undefined;
+    const reached = new Promise<RecordedCall>((resolve, reject) => {
+      reach = resolve;
+      fail = reject;
+    });
+    // A hold nobody awaits must not fail the run as an unhandled rejection when its stream ends early.
+    reached.catch(() => undefined);
+    const state: PendingHold = { after, released: false, reach, fail };
+    holds.push(state);
+    const release = () => {
+      state.released = true;
+      const resume = state.resume;
+      state.resume = undefined;
+      resume?.();
+    };
+    return { reached, release };
+  };
+
   const handleCompletion = async (req: IncomingMessage, res: ServerResponse) => {
     const body = await readJsonBody(req);
     const authHeader = req.headers.authorization;
-    const call: RecordedCall = { at: Date.now(), model: '', messages: [], rawMessages: [], tools: undefined, toolChoice: undefined, userContent: '', outcome: 'ok' };
+    const call: RecordedCall = {
+      at: Date.now(),
+      model: '',
+      messages: [],
+      rawMessages: [],
+      tools: undefined,
+      toolChoice: undefined,
+      userContent: '',
+      outcome: 'ok',
+      stream: false,
+      deltasSent: 0,
+    };
     if (authHeader !== undefined) call.authorization = authHeader;
     const index = calls.push(call) - 1;
     // Registered before any answer so a client timeout during hang/latency is observed.
     inFlight.set(res, call);
     res.on('close', () => {
       inFlight.delete(res);
-      if (!res.writableFinished) call.outcome = 'aborted';
+      if (!res.writableFinished && !cutOff.has(res)) call.outcome = 'aborted';
     });
     const headers = { 'x-request-id': `req_fake_${index}` };
 
@@ -178,13 +382,22 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       call.outcome = 'fault';
       return sendJson(res, 400, errorBody(400, 'We could not parse the JSON body of your request.'), headers);
     }
-    const parsed = (body.json ?? {}) as { model?: unknown; messages?: unknown; tools?: unknown; tool_choice?: unknown };
+    const parsed = (body.json ?? {}) as {
+      model?: unknown;
+      messages?: unknown;
+      tools?: unknown;
+      tool_choice?: unknown;
+      stream?: unknown;
+      stream_options?: { include_usage?: unknown } | null;
+    };
     call.model = typeof parsed.model === 'string' ? parsed.model : '';
     call.rawMessages = toWireMessages(parsed.messages);
     call.messages = call.rawMessages.map((m) => ({ role: String(m.role ?? ''), content: textOf(m.content) }));
     call.tools = Array.isArray(parsed.tools) ? (parsed.tools as unknown[]) : undefined;
     call.toolChoice = parsed.tool_choice;
     call.userContent = call.messages.find((m) => m.role === 'user')?.content ?? '';
+    call.stream = parsed.stream === true;
+    const includeUsage = parsed.stream_options?.include_usage === true;
 
     // Auth is checked before faults so a bad key never consumes a queued fault.
     if (opts.requireApiKey !== undefined && authHeader !== `Bearer ${opts.requireApiKey}`) {
@@ -201,8 +414,14 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     const fault = policy?.(call, index) ?? queue.shift();
     const baseLatency = typeof latency === 'function' ? latency(call) : latency;
     const answerNormally = (extraMs: number) => {
-      call.response = decideResponse(call);
-      later(baseLatency + extraMs, () => sendJson(res, 200, completion(call, call.response), headers));
+      const decided = decideResponse(call);
+      call.response = decided.response;
+      // Taken on arrival too, so holds line up with the streamed calls in order.
+      const hold = call.stream ? holds.shift() : undefined;
+      if (hold) res.on('close', () => hold.fail(new Error('The stream ended before its hold was reached.')));
+      later(baseLatency + extraMs, () =>
+        call.stream ? sendStream(res, call, planOf(decided), includeUsage, headers, { hold }) : sendJson(res, 200, completion(call, call.response), headers),
+      );
     };
 
     switch (fault?.kind) {
@@ -213,7 +432,17 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
         return answerNormally(fault.ms);
       case 'malformed':
         call.outcome = 'fault';
-        return later(baseLatency, () => sendJson(res, 200, completion(call, undefined), headers));
+        return later(baseLatency, () =>
+          call.stream ? sendStream(res, call, malformedPlan(call), includeUsage, headers) : sendJson(res, 200, completion(call, undefined), headers),
+        );
+      case 'cut': {
+        call.outcome = 'fault';
+        if (!call.stream) return later(baseLatency, () => cut(res));
+        const decided = decideResponse(call, false);
+        call.response = decided.response;
+        const cutAfter = fault.afterDeltas;
+        return later(baseLatency, () => sendStream(res, call, planOf(decided), includeUsage, headers, { cutAfter }));
+      }
       case 'hang':
         call.outcome = 'fault';
         return;
@@ -241,6 +470,8 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
         timers.clear();
         // Marked here because res 'close' may fire only after close() has resolved.
         for (const [res, call] of inFlight) if (!res.writableFinished) call.outcome = 'aborted';
+        // Held streams end with their sockets (the server drops every connection); holds no call took fail now.
+        for (const hold of holds.splice(0)) hold.fail(new Error('The fake OpenAI server closed before the hold was used.'));
       },
     },
   );
@@ -258,6 +489,8 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     enqueueFaults: (...faults) => void queue.push(...faults),
     setFaultPolicy: (p) => void (policy = p),
     setLatency: (ms) => void (latency = ms),
+    setChunkInterval: (ms) => void (chunkInterval = ms),
+    holdAfter,
     script: (...r) => void replies.push(...r),
     setReplyPolicy: (p) => void (replyPolicy = p),
     close: server.close,

@@ -8,7 +8,7 @@ import type { ChatMessage, LlmAnswer, LlmClient, LlmRequest } from '../../llm/cl
 import { AGENT_UPGRADES, createAgentMachine, DEFAULT_AGENT_DEFAULTS } from './machine.js';
 import { agentEventSchemas, agentInputSchema } from './schemas.js';
 import { runToolCalls, toToolSpec, type CodeTool, type HttpPost } from './tools.js';
-import type { AgentDefaults, EffectRequest, EffectResult, ToolResult, ToolsRequest } from './types.js';
+import type { AgentDefaults, EffectRequest, EffectResult, LlmStepInput, ToolResult, ToolsRequest } from './types.js';
 import { postWebhook } from './webhook.js';
 
 export interface AgentDependencies {
@@ -27,7 +27,7 @@ export function agentDefinition({ llm, defaults, tools = [], outbound = parseOut
   const post: HttpPost = (url, request) => postJson(url, { step: 'tool', ...request, policy: outbound });
   const machine = createAgentMachine({ ...DEFAULT_AGENT_DEFAULTS, ...defaults }, tools.map(toToolSpec)).provide({
     actors: {
-      callLlm: fromPromise<LlmAnswer, LlmRequest>(({ input, signal }) => llm.complete(readLlmRequest(input), signal)),
+      callLlm: fromPromise<LlmAnswer, LlmStepInput>(({ input, signal, system }) => callLlm(llm, input, signal, system)),
       runTools: fromPromise<ToolResult[], ToolsRequest>(({ input, signal, system }) =>
         runToolCalls(input, { agent: currentAgent(system), codeTools, post, signal }),
       ),
@@ -86,12 +86,27 @@ function refuseDecision(event: { type: string; callId?: unknown }, current: { co
   return `No tool call "${String(event.callId)}" is waiting for a decision${pending.length ? ` (waiting: ${pending.map((p) => p.callId).join(', ')})` : ''}.`;
 }
 
+/** One LLM call, its text streamed to the agent's stream as it comes (when the input says which call it is). */
+async function callLlm(llm: LlmClient, input: LlmStepInput, signal: AbortSignal, system: unknown): Promise<LlmAnswer> {
+  const request = readLlmRequest(input);
+  if (input.seq === undefined || input.turn === undefined) return llm.complete(request, signal);
+  const tokens = currentAgent(system).streamTokens({ seq: input.seq, turn: input.turn });
+  try {
+    return await llm.complete(request, signal, (delta) => tokens.write(delta));
+  } finally {
+    tokens.end();
+  }
+}
+
 /**
  * The request of an LLM call, also from a version 2 checkpoint whose call was in flight: its stored
  * input was `{model, system, task, timeoutMs}`.
  */
 function readLlmRequest(input: LlmRequest | { model: string; system: string | null; task: string; timeoutMs: number }): LlmRequest {
-  if ('messages' in input) return input;
+  if ('messages' in input) {
+    const { seq: _seq, turn: _turn, ...request } = input as LlmStepInput;
+    return request;
+  }
   const messages: ChatMessage[] = [...(input.system ? [{ role: 'system' as const, content: input.system }] : []), { role: 'user', content: input.task }];
   return { model: input.model, messages, timeoutMs: input.timeoutMs };
 }

@@ -9,7 +9,7 @@ import {
   addUsage, answerMessage, approvalsNeeded, DEFAULT_MAX_TURNS, failureKind, NO_TOTALS, openToolCalls, requestMessages, retryAfterMs, toLastError, toolDefinitions,
 } from './steps.js';
 import type {
-  AgentContext, AgentDefaults, AgentEvent, AgentInput, AgentStep, EffectRequest, EffectResult, LastError, LlmRequest, ToolResult, ToolSpec, ToolsRequest,
+  AgentContext, AgentDefaults, AgentEvent, AgentInput, AgentStep, EffectRequest, EffectResult, LastError, LlmStepInput, ToolResult, ToolSpec, ToolsRequest,
 } from './types.js';
 
 export { AGENT_UPGRADES } from './upgrades.js';
@@ -56,7 +56,7 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
       input: {} as AgentInput,
     },
     actors: {
-      callLlm: fromPromise<LlmAnswer, LlmRequest>(unbound('callLlm')),
+      callLlm: fromPromise<LlmAnswer, LlmStepInput>(unbound('callLlm')),
       runTools: fromPromise<ToolResult[], ToolsRequest>(unbound('runTools')),
       runSideEffect: fromPromise<EffectResult, EffectRequest>(unbound('runSideEffect')),
       sleepUntil: fromPromise<void, { at: number }>(unbound('sleepUntil')),
@@ -202,11 +202,14 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
             invoke: {
               id: 'llm',
               src: 'callLlm',
-              input: ({ context }) => ({
+              input: ({ context }: { context: AgentContext }): LlmStepInput => ({
                 model: context.model,
                 messages: requestMessages(context),
                 ...(context.tools.length ? { tools: toolDefinitions(context.tools) } : {}),
                 timeoutMs: context.retry.timeoutMs,
+                // Which call this is, for its streamed tokens.
+                seq: context.current?.seq ?? 0,
+                turn: context.turn,
               }),
               onDone: { target: '#agent.persisted', actions: { type: 'storeAnswer', params: ({ event }) => event.output } },
               onError: retryOrFail('backingOff', 'llm'),

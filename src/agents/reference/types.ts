@@ -1,5 +1,5 @@
 import type { FailureKind } from '../../core/errors.js';
-import type { ChatMessage, LlmAnswer, TokenUsage, ToolCall } from '../../llm/client.js';
+import type { ChatMessage, LlmAnswer, LlmRequest, TokenUsage, ToolCall } from '../../llm/client.js';
 
 /** What a user gives when spawning an `agent` (contract: "The reference machine"). */
 export interface AgentInput {
@@ -161,6 +161,11 @@ export type AgentEvent =
 
 /** Input of the `callLlm` actor: the LLM port's request (a pending child's input is stored in the checkpoint). */
 export type { LlmRequest } from '../../llm/client.js';
+/**
+ * What the `callLlm` actor is given: the request, and which call of the task it is (for its streamed
+ * tokens; absent in checkpoints written before calls streamed).
+ */
+export type LlmStepInput = LlmRequest & { seq?: number; turn?: number };
 /** Output of the `callLlm` actor. */
 export type { LlmAnswer };
 

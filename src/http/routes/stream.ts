@@ -1,98 +1,148 @@
-/** `GET /agents/{id}/stream`: the agent's view as Server-Sent Events, now and after each committed transition. */
+/**
+ * `GET /agents/{id}/stream`: Server-Sent Events of an agent: its view after each committed
+ * transition, the text of its LLM call in flight, and resumption by event id (what the events are
+ * and how ids work: runtime/agent-events.ts).
+ */
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { streamSSE } from 'hono/streaming';
+import { stream as streamBody } from 'hono/streaming';
+import { parsePosition, type AgentEvent, type StreamPosition } from '../../runtime/agent-events.js';
 import type { Runtime } from '../../runtime/runtime.js';
-import type { AgentView } from '../../runtime/views.js';
 import type { AppEnv } from '../env.js';
+import { invalidEventId } from '../errors.js';
 import { AgentParamsSchema } from './schemas.js';
 import { errorResponses, type ApiApp, type RouteDeps } from './openapi.js';
+
+const EVENTS_DESCRIPTION = [
+  'Events, each with an `id`:',
+  '- `snapshot`: the agent view (JSON, as `GET /agents/{id}`) now, then after each committed transition.',
+  '- `token`: `{seq, turn, delta, index}`, the text of the LLM call in flight as it is generated: task `seq`, the call `turn` within the task from 0, `index` the delta\'s position in that call from 0. The deltas of a turn concatenated equal the answer committed for it.',
+  '- `restart`: `{seq, turn}`, that call is asked again (a retry, or after a crash): the text streamed for it so far is void.',
+  '- `dropped`: the client read too slowly and is disconnected; it reconnects with the last id it got.',
+  'A client that reconnects with `Last-Event-ID` (or `?from=`) gets the events after that id that it missed, in order, then the live ones, with no duplicates. The stream ends after a view whose status is not `active`; coming back after that answers 204 (EventSource then stops reconnecting).',
+].join('\n');
 
 const streamRoute = createRoute({
   method: 'get',
   path: '/agents/{id}/stream',
   tags: ['agents'],
-  summary: 'Server-Sent Events: a `snapshot` event with the agent view now and after each committed transition',
-  description:
-    'Each event is `event: snapshot` with the agent view as JSON in `data`. The stream ends after a view whose status is not `active`.',
-  request: { params: AgentParamsSchema },
+  summary: 'Server-Sent Events: snapshots after each committed transition, the tokens of the LLM call in flight, resumable by event id',
+  description: EVENTS_DESCRIPTION,
+  request: {
+    params: AgentParamsSchema,
+    query: z.object({
+      from: z.string().optional().openapi({ description: 'An event id to resume after, as `Last-Event-ID` (which wins when both are sent)', example: '12.3.1.a1b2c31.40' }),
+    }),
+    headers: z.object({ 'last-event-id': z.string().optional().openapi({ description: 'The id of the last event received' }) }),
+  },
   responses: {
-    200: { description: 'A text/event-stream of `snapshot` events', content: { 'text/event-stream': { schema: z.string() } } },
+    200: { description: 'A text/event-stream of `snapshot`, `token` and `restart` events', content: { 'text/event-stream': { schema: z.string() } } },
+    204: { description: 'Resumed after the last event of an agent that is no longer active: nothing more will come' },
     ...errorResponses(400, 404),
   },
 });
 
 export function registerStreamRoutes(app: ApiApp, { runtime, shutdown }: Pick<RouteDeps, 'runtime' | 'shutdown'>): void {
-  app.openapi(streamRoute, (c) => streamAgentViews(c, runtime, c.req.valid('param').id, shutdown ? { shutdown } : {}));
+  app.openapi(streamRoute, (c) => {
+    const id = c.req.valid('header')['last-event-id'] ?? c.req.valid('query').from;
+    return streamAgentEvents(c, runtime, c.req.valid('param').id, { from: readPosition(id), ...(shutdown ? { shutdown } : {}) });
+  });
+}
+
+function readPosition(id: string | undefined): StreamPosition | undefined {
+  if (id === undefined || id === '') return undefined;
+  const position = parsePosition(id);
+  if (!position) throw invalidEventId(id);
+  return position;
 }
 
 export interface StreamOptions {
+  from?: StreamPosition | undefined;
   /** Aborted when the server shuts down: open streams end so the server can close. */
   shutdown?: AbortSignal;
   /** A comment line this often keeps proxies from closing an idle stream (default 15 s). */
   keepAliveMs?: number;
+  /** Text waiting for a slow client beyond which it is dropped (default 1 MiB). */
+  maxPendingBytes?: number;
 }
 
 /**
- * Server-Sent Events: one `snapshot` event with the agent view now, then one after each committed
- * transition (runtime.watch). The stream ends after a view whose status is not `active` (nothing
- * will change any more), when the client goes away, or at shutdown; the watcher is removed then.
+ * Writes the feed's events as they come. Events that arrive while a write is in flight are joined
+ * into the next one (one socket write for many tokens); a client that lets more than
+ * `maxPendingBytes` pile up gets `dropped` and is disconnected rather than held in memory.
  */
-export async function streamAgentViews(
+export async function streamAgentEvents(
   c: Context<AppEnv>,
   runtime: Runtime,
   agentId: string,
-  { shutdown, keepAliveMs = 15_000 }: StreamOptions = {},
+  { from, shutdown, keepAliveMs = 15_000, maxPendingBytes = 1 << 20 }: StreamOptions = {},
 ): Promise<Response> {
-  const queue: AgentView[] = [];
+  let pending = '';
   let wake: (() => void) | undefined;
-  // Watch before reading the first view, so no transition falls between the two.
-  const unwatch = runtime.watch(agentId, (view) => {
-    queue.push(view);
+  let overflowed = false;
+  const emit = (event: AgentEvent) => {
+    if (overflowed) return;
+    pending += formatEvent(event);
+    if (pending.length > maxPendingBytes) overflowed = true;
+    wake?.();
+  };
+  const feed = await runtime.openEventFeed(agentId, from, emit); // a 404 is still a JSON error, not an empty stream
+  if (feed.sent === 0 && feed.done) {
+    // Came back after the last event of an agent that ended: 204 tells EventSource to stop.
+    feed.close();
+    return c.body(null, 204);
+  }
+  c.header('Content-Type', 'text/event-stream');
+  c.header('Cache-Control', 'no-cache');
+  c.header('X-Accel-Buffering', 'no'); // nginx: pass events on as they come
+  const log = c.get('log');
+  let ended = false;
+  void feed.ended.then(() => {
+    ended = true;
     wake?.();
   });
-  let first: AgentView;
-  try {
-    first = await runtime.view(agentId); // a 404 is still a JSON error, not an empty stream
-  } catch (err) {
-    unwatch();
-    throw err;
-  }
-  queue.unshift(first);
-  const log = c.get('log');
-  return streamSSE(c, async (stream) => {
-    let ended = false;
+  return streamBody(c, async (stream) => {
     const end = () => {
       ended = true;
       wake?.();
     };
     stream.onAbort(end);
     shutdown?.addEventListener('abort', end, { once: true });
-    const keepAlive = setInterval(() => void stream.write(': keep-alive\n\n'), keepAliveMs);
+    const keepAlive = setInterval(() => {
+      pending += ': keep-alive\n\n';
+      wake?.();
+    }, keepAliveMs);
     try {
-      if (shutdown?.aborted) return;
-      let last = '';
-      while (!ended) {
-        const view = queue.shift();
-        if (!view) {
-          await new Promise<void>((resolve) => (wake = resolve));
-          wake = undefined;
+      for (;;) {
+        if (overflowed) {
+          const dropped = { reason: 'slow_client', message: 'The client read too slowly; reconnect with the last event id received.' };
+          await stream.write(`event: dropped\ndata: ${JSON.stringify(dropped)}\n\n`);
+          log.warn({ agentId }, 'stream client dropped: it read too slowly');
+          return;
+        }
+        if (pending) {
+          const text = pending;
+          pending = '';
+          await stream.write(text);
           continue;
         }
-        const data = JSON.stringify(view);
-        if (data === last) continue; // the same commit seen by both the first read and the watcher
-        last = data;
-        await stream.writeSSE({ event: 'snapshot', data });
-        if (view.status !== 'active') break;
+        if (ended || shutdown?.aborted) return;
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
       }
     } catch (err) {
       log.error({ err }, 'agent stream failed');
       const error = { code: 'internal', message: 'The stream failed on our side; the error was logged.' };
-      await stream.writeSSE({ event: 'error', data: JSON.stringify({ error }) });
+      await stream.write(`event: error\ndata: ${JSON.stringify({ error })}\n\n`);
     } finally {
       clearInterval(keepAlive);
       shutdown?.removeEventListener('abort', end);
-      unwatch();
+      feed.close();
     }
   });
+}
+
+function formatEvent(event: AgentEvent): string {
+  const data = event.event === 'snapshot' ? JSON.stringify(event.view) : JSON.stringify(event.data);
+  return `event: ${event.event}\nid: ${event.id}\ndata: ${data}\n\n`;
 }

@@ -49,8 +49,16 @@ function changeOf(kind: NotificationKind, agentId: string, seq: number, owner: s
  * connects again with a growing backoff; notifications sent meanwhile are lost, which is why the
  * runtime also polls `pendingInboxes()`.
  */
+/** Relay messages (store.ts `Relay`) go on the same channel, after this tag: one LISTEN connection hears both. */
+const RELAY_TAG = 'r ';
+
+export function relayPayload(message: string): string {
+  return RELAY_TAG + message;
+}
+
 export class InboxListener {
   private readonly listeners: ((change: AgentChange) => void)[] = [];
+  private readonly relayListeners: ((message: string) => void)[] = [];
   /** The connection that listens, and the one being opened to replace it (never both). */
   private client: pg.Client | undefined;
   private connecting: pg.Client | undefined;
@@ -70,6 +78,10 @@ export class InboxListener {
 
   add(listener: (change: AgentChange) => void): void {
     this.listeners.push(listener);
+  }
+
+  addRelay(listener: (message: string) => void): void {
+    this.relayListeners.push(listener);
   }
 
   async close(): Promise<void> {
@@ -120,21 +132,31 @@ export class InboxListener {
   }
 
   private dispatch(notification: pg.Notification): void {
-    const [tag, agentId, seqText, owner, extra] = (notification.payload ?? '').split(' ');
+    const payload = notification.payload ?? '';
+    if (payload.startsWith(RELAY_TAG)) {
+      const message = payload.slice(RELAY_TAG.length);
+      for (const listener of this.relayListeners) guarded(() => listener(message));
+      return;
+    }
+    const [tag, agentId, seqText, owner, extra] = payload.split(' ');
     const kind = TAG_KINDS.get(tag ?? '');
     const seq = Number(seqText);
     if (!kind || !agentId || extra !== undefined || !Number.isSafeInteger(seq)) return; // not one of ours
     const change = changeOf(kind, agentId, seq, owner ?? null);
-    for (const listener of this.listeners) {
-      try {
-        listener(change);
-      } catch (err) {
-        // Thrown from here it would unwind pg's message parsing and break the connection: a
-        // listener's error surfaces on its own tick instead, as an event listener's would.
-        setImmediate(() => {
-          throw err;
-        });
-      }
-    }
+    for (const listener of this.listeners) guarded(() => listener(change));
+  }
+}
+
+/**
+ * Thrown from a notification handler, an error would unwind pg's message parsing and break the
+ * connection: a listener's error surfaces on its own tick instead, as an event listener's would.
+ */
+function guarded(call: () => void): void {
+  try {
+    call();
+  } catch (err) {
+    setImmediate(() => {
+      throw err;
+    });
   }
 }

@@ -5,8 +5,8 @@
  * LISTEN/NOTIFY (`InboxListener`): the commits send them (`apply-writes.ts`).
  */
 import type pg from 'pg';
-import type { AgentChange, Ownership, RestorableAgent } from '../store.js';
-import type { InboxListener } from './inbox-listener.js';
+import type { AgentChange, Ownership, Relay, RestorableAgent } from '../store.js';
+import { relayPayload, type InboxListener } from './inbox-listener.js';
 import { toRestorables, type RestorableRow, type StoredReader } from '../rows.js';
 import { RESTORABLE, WORKING } from '../sql/restorable.js';
 
@@ -91,6 +91,14 @@ export class PostgresLeases implements Ownership {
   onChange(listener: (change: AgentChange) => void): void {
     this.listener.add(listener);
   }
+
+  /** NOTIFY on the store's channel, outside any transaction: heard at once by every process listening (this one too). */
+  readonly relay: Relay = {
+    send: async (message) => {
+      await this.pool.query('select pg_notify($1, $2)', [this.listener.channel, relayPayload(message)]);
+    },
+    onMessage: (listener) => this.listener.addRelay(listener),
+  };
 
   async resign(): Promise<void> {
     await this.pool.query(RESIGN, [this.processId]);

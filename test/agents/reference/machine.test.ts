@@ -246,7 +246,7 @@ describe('start', () => {
     expect(agent.value).toEqual({ callingLLM: 'requesting' });
     expect(agent.context).toMatchObject({ queue: ['second'], taken: 1, current: { seq: 1, task: 'first' }, attempt: 1 });
     expect(agent.calls.llm).toEqual([
-      { model: 'm', messages: [{ role: 'system', content: 'sys' }, { role: 'user', content: 'first' }], timeoutMs: 5_000 },
+      { model: 'm', messages: [{ role: 'system', content: 'sys' }, { role: 'user', content: 'first' }], timeoutMs: 5_000, seq: 1, turn: 0 },
     ]);
   });
 });
