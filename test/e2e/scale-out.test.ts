@@ -139,10 +139,16 @@ describe('scale-out on Postgres (real processes)', () => {
     const res = await fetch(`${other!.url}/agents/watched/stream`, { headers: AUTH });
     const stream = sseReader(res);
     const views: AgentView[] = [];
+    const tokens: { seq: number; turn: number; delta: string; index: number }[] = [];
     const readUntil = async (stop: (v: AgentView) => boolean) => {
       for (;;) {
         const event = await stream.next();
         if (!event) throw new Error(`the stream ended early after ${JSON.stringify(views.map((v) => v.state))}`);
+        if (event.event === 'token') {
+          tokens.push(JSON.parse(event.data) as (typeof tokens)[number]);
+          continue;
+        }
+        expect(event.event).toBe('snapshot');
         const view = JSON.parse(event.data) as AgentView;
         views.push(view);
         if (stop(view)) return;
@@ -161,6 +167,12 @@ describe('scale-out on Postgres (real processes)', () => {
     expect(views.map(shown)).toEqual(since.map(shown));
     const states = new Set(views.map((v) => (typeof v.state === 'string' ? v.state : Object.keys(v.state as object)[0])));
     expect([...states]).toEqual(expect.arrayContaining(['idle', 'callingLLM', 'persisted', 'sideEffect']));
+    // The LLM calls' text too, relayed from the owner (NOTIFY, batched every 20 ms): each answer whole, in order.
+    for (const [i, task] of ['first', 'second'].entries()) {
+      const ofTask = tokens.filter((t) => t.seq === i + 1);
+      expect(ofTask.map((t) => t.index)).toEqual(ofTask.map((_, n) => n));
+      expect(ofTask.map((t) => t.delta).join('')).toBe(`answer: ${task}`);
+    }
 
     // Stopped from the owner: the stream in the other process shows it and ends.
     expect((await api(owner!, 'DELETE', '/agents/watched')).status).toBe(204);

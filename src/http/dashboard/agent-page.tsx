@@ -6,7 +6,7 @@ import type { ActorKind } from '../../durable/definition.js';
 import type { ChartDiagram } from './statechart.js';
 import { ActionRow } from './action-row.js';
 import { Approvals } from './approvals.js';
-import { Conversation } from './conversation.js';
+import { Conversation, LiveAnswer } from './conversation.js';
 import { readExchange } from './exchange.js';
 import { AgentChart } from './agent-chart.js';
 import { AgentSummary } from './agent-summary.js';
@@ -72,6 +72,7 @@ export const AgentPage: FC<AgentPageProps> = (props) => {
       </div>
 
       <div data-live="conversation">{exchange ? <Conversation exchange={exchange} /> : null}</div>
+      {view.status === 'active' ? <LiveAnswer /> : null}
 
       <div class="card">
         <h2>

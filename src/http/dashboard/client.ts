@@ -4,6 +4,8 @@
  * - refreshes the `[data-live]` sections of the page by fetching the page again and swapping them
  *   (the agents list every 2 s; an agent's page on each SSE `snapshot`);
  * - moves the statechart highlight as soon as a snapshot arrives (`g.state[data-state]`);
+ * - shows the answer of the LLM call in flight as its `token` events arrive (`#live-answer`), and
+ *   follows the stream from the last event id received when the server drops it or it gives up;
  * - sends events (the event forms and the approval buttons: every `form[data-event]`), spawns, forks
  *   and stops through the JSON API (the login cookie authenticates).
  * It avoids template literals so that it can live inside one.
@@ -135,18 +137,147 @@ export const CLIENT_SCRIPT = String.raw`
       if (progress) progress.textContent = String(view.progress);
     }
 
-    if (document.body.getAttribute('data-status') === 'active') {
-      var source = new EventSource(base + '/stream');
-      source.addEventListener('snapshot', function (e) {
-        var view = JSON.parse(e.data);
-        applyView(view);
-        refresh();
-        if (view.status !== 'active') source.close(); // the server ends the stream: nothing changes any more
+    // --- the live stream: snapshots, the answer being written, resuming by event id ----------------
+
+    // The text of the LLM call in flight as the model writes it (the token events of task seq, call
+    // turn). Hidden again once a snapshot shows the call past (its answer committed: the redrawn
+    // conversation shows it), and then only refilled, never shown, by deltas of that call still
+    // coming (a stream that resumes replays the missed ones after the snapshots).
+    var live = {
+      box: $('#live-answer'), text: $('#live-text'), label: $('#live-turn'), note: $('#live-note'),
+      key: null, seq: 0, turn: 0, next: 0, node: null, state: '', done: false,
+    };
+    var lastView = null;
+
+    function num(value) { return typeof value === 'number' ? value : undefined; }
+
+    // The view shows the call (seq, turn) answered or given up: the reference agent counts tasks
+    // taken and turns answered; for a context without them, a change of state is the best sign.
+    function pastCall(view, seq, turn) {
+      if (!view) return false;
+      if (view.status !== 'active') return true;
+      var context = view.context || {};
+      var current = context.current;
+      var taken = num(context.taken);
+      if (current && num(current.seq) !== undefined && num(context.turn) !== undefined) {
+        return current.seq > seq || (current.seq === seq && context.turn > turn);
+      }
+      if (current === null && taken !== undefined) return taken >= seq;
+      return JSON.stringify(view.state) !== live.state;
+    }
+
+    function clearLiveText() {
+      live.text.textContent = '';
+      live.node = document.createTextNode('');
+      live.text.appendChild(live.node);
+      live.next = 0;
+    }
+
+    function onToken(data) {
+      if (!live.box) return;
+      var key = data.seq + '.' + data.turn;
+      if (key !== live.key) {
+        live.key = key;
+        live.seq = data.seq;
+        live.turn = data.turn;
+        live.state = lastView ? JSON.stringify(lastView.state) : (document.body.getAttribute('data-state') || '');
+        // Deltas relayed from another process may come after the snapshot that committed them.
+        live.done = pastCall(lastView, data.seq, data.turn);
+        clearLiveText();
+        live.label.textContent = 'task ' + data.seq + ' \u00b7 turn ' + data.turn;
+        live.note.textContent = '';
+      }
+      if (data.index < live.next) return; // had it already
+      live.next = data.index + 1;
+      var pre = live.text;
+      var atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 8;
+      live.node.appendData(data.delta); // text, never HTML: it is model output
+      if (!live.done) live.box.hidden = false;
+      if (atEnd) pre.scrollTop = pre.scrollHeight;
+    }
+
+    // That call is asked again (a retry, or after a crash): what it streamed so far is void.
+    function onRestart(data) {
+      if (!live.box || live.key !== data.seq + '.' + data.turn) return;
+      clearLiveText();
+      live.note.textContent = 'asked again';
+    }
+
+    // A snapshot that shows the call past hides it once the conversation is redrawn with its answer.
+    function settleLive(view, redrawn) {
+      if (!live.box || live.key === null || live.done || !pastCall(view, live.seq, live.turn)) return;
+      live.done = true;
+      var key = live.key;
+      redrawn.then(function () { if (live.key === key && live.done) live.box.hidden = true; });
+    }
+
+    var source = null;
+    var lastId = '';
+    var ended = false;
+    var failures = 0;
+    var retryTimer = null;
+
+    function onView(view) {
+      lastView = view;
+      applyView(view);
+      settleLive(view, refresh());
+      if (view.status !== 'active') { // the server ends the stream: nothing changes any more
+        ended = true;
+        if (source) source.close();
+      }
+    }
+
+    // From the last id received (none at first): the server sends what was missed, then live events.
+    function connect() {
+      retryTimer = null;
+      if (ended) return;
+      var es = new EventSource(base + '/stream' + (lastId ? '?from=' + encodeURIComponent(lastId) : ''));
+      source = es;
+      function received(handle) {
+        return function (e) {
+          if (es !== source) return;
+          if (e.lastEventId) lastId = e.lastEventId;
+          failures = 0;
+          handle(JSON.parse(e.data));
+        };
+      }
+      es.addEventListener('snapshot', received(onView));
+      es.addEventListener('token', received(onToken));
+      es.addEventListener('restart', received(onRestart));
+      // Too slow a reader: the server let go; come back at once from the last id.
+      es.addEventListener('dropped', function () {
+        if (es !== source) return;
+        es.close();
+        connect();
       });
-      source.addEventListener('error', function (e) {
+      es.addEventListener('error', function (e) {
+        if (es !== source) return;
         if (e.data) flash('The live stream failed on the server; reload the page.', true);
+        // EventSource reconnects by itself after a network error (sending Last-Event-ID); it gives up
+        // (CLOSED) when a reconnection is answered otherwise than with a stream (a proxy's 502, a 204).
+        if (es.readyState === 2) reconnectLater(es);
       });
     }
+
+    function reconnectLater(es) {
+      es.close();
+      if (ended || retryTimer) return;
+      var delay = Math.min(30000, 500 * Math.pow(2, failures));
+      failures++;
+      retryTimer = setTimeout(function () {
+        // Why it closed is not told: ask the API whether there is anything left to follow (a 401 logs in again).
+        api('GET', base).then(function (view) {
+          if (view.status === 'active') return connect();
+          retryTimer = null;
+          onView(view);
+        }, function () {
+          retryTimer = null;
+          reconnectLater(es);
+        });
+      }, delay);
+    }
+
+    if (document.body.getAttribute('data-status') === 'active') connect();
 
     function markSelected() {
       $$('#checkpoints button[data-seq]').forEach(function (b) {

@@ -96,3 +96,17 @@ export const Conversation: FC<{ exchange: ExchangeView }> = ({ exchange }) => (
     )}
   </div>
 );
+
+/**
+ * Where the page script writes the answer of the LLM call in flight as its tokens arrive (text
+ * only, never HTML: it is model output). Not a live section: a redraw must not wipe it. Hidden
+ * until a call streams, and again once its answer is committed (the conversation then shows it).
+ */
+export const LiveAnswer: FC = () => (
+  <section class="card live-answer" id="live-answer" hidden>
+    <h2>
+      Live answer <span class="muted small" id="live-turn"></span> <span class="badge restarted" id="live-note"></span>
+    </h2>
+    <pre id="live-text"></pre>
+  </section>
+);

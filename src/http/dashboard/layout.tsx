@@ -80,6 +80,13 @@ button:disabled { opacity: .55; cursor: default; }
 .response { border-color: #86efac; }
 .role { font-size: 11px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); font-weight: 600; margin-right: 6px; }
 .tool-call { margin: 4px 0 0 12px; }
+.live-answer { border-color: #a5b4fc; }
+.live-answer[hidden] { display: none; }
+.live-answer pre { max-height: 260px; }
+.live-answer pre::after { content: "\\258D"; color: #6366f1; animation: live-caret 1s steps(1) infinite; }
+@keyframes live-caret { 50% { opacity: 0; } }
+.badge.restarted { background: #fef3c7; color: #92400e; }
+.badge.restarted:empty { display: none; }
 .approvals { border-color: #fcd34d; background: #fffbeb; }
 .approval { padding: 8px 0; border-top: 1px solid #fde68a; }
 .approval:first-of-type { border-top: 0; }

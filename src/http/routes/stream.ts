@@ -56,6 +56,9 @@ function readPosition(id: string | undefined): StreamPosition | undefined {
   return position;
 }
 
+/** The reconnection delay the stream asks its clients for. */
+const RECONNECT_MS = 1_000;
+
 export interface StreamOptions {
   from?: StreamPosition | undefined;
   /** Aborted when the server shuts down: open streams end so the server can close. */
@@ -112,6 +115,8 @@ export async function streamAgentEvents(
       pending += ': keep-alive\n\n';
       wake?.();
     }, keepAliveMs);
+    // A dropped connection comes back within a second (EventSource's default is about 3 s).
+    pending = `retry: ${RECONNECT_MS}\n\n${pending}`;
     try {
       for (;;) {
         if (overflowed) {
