@@ -65,6 +65,11 @@ const WORKLOADS: Record<string, { what: string; goal: string; steps: Step[] }> =
       { script: 'memory.ts', args: ['passivation-large'], gc: true, as: 'large' },
     ],
   },
+  stream: {
+    what: '100 LLM streams (child fake server, 1 token / 2 ms each) relayed by GET /agents/:id/stream to 100 SSE clients vs the same clients reading the fake directly; then the fake as fast as it can',
+    goal: 'addedP99Ms ≤ 2; tokensPerSec ≥ 100,000; rssMb bounded',
+    steps: [{ script: 'stream.ts', gc: true }],
+  },
 };
 
 const { values } = parseArgs({ options: { json: { type: 'boolean' }, only: { type: 'string' } } });

@@ -6,11 +6,13 @@
 // the login page and every later step goes through the login cookie.
 //
 // The tests are one journey, in order: log in → the list → task.add → checkpoint + fork → retry →
-// a tool call approved in the page (the tool on a local tool server).
+// a tool call approved in the page (the tool on a local tool server) → an answer shown as it is
+// written → the stream dropped by the server mid-answer and resumed by event id.
 // Screenshots land in test-output/screenshots/.
 import { serve, type ServerType } from '@hono/node-server';
 import fs from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -35,12 +37,45 @@ const DOOMED_TASK = 'doomed task';
 /** The model answers this task with a call of the `lookup` tool (marked for approval), then with FINAL_ANSWER. */
 const TOOL_TASK = 'Will it rain in Oslo?';
 const FINAL_ANSWER = 'Yes: rain in Oslo all day.';
+/** Streamed word by word, 150 ms apart, so that the page is seen writing it. */
+const STREAMED_TASK = 'Describe the weather, slowly';
+const STREAMED_DELTAS = ['Light ', 'rain ', 'in ', 'the ', 'morning, ', 'then ', 'sun ', 'over ', 'the ', 'fjord.'];
+/** Held after three deltas while the server drops the page's stream; every word differs, so a duplicate shows. */
+const HELD_TASK = 'Count to ten';
+const HELD_DELTAS = ['One ', 'two ', 'three ', 'four ', 'five ', 'six ', 'seven ', 'eight ', 'nine ', 'ten.'];
+/** The text the page shows after the first `n` deltas. */
+const prefix = (deltas: string[], n: number) => deltas.slice(0, n).join('');
+
+/**
+ * Put in the page before its script: records what every EventSource of the page receives, so that
+ * a test sees each connection's events (the page's own code is not touched).
+ */
+const RECORD_STREAMS = `(() => {
+  const Native = window.EventSource;
+  const streams = (window.__streams = []);
+  window.EventSource = class extends Native {
+    constructor(url, init) {
+      super(url, init);
+      const stream = { url: String(url), events: [] };
+      streams.push(stream);
+      for (const type of ['snapshot', 'token', 'restart', 'dropped']) {
+        this.addEventListener(type, (e) => stream.events.push({ type, id: e.lastEventId, data: JSON.parse(e.data) }));
+      }
+    }
+  };
+})();`;
+interface RecordedStream {
+  url: string;
+  events: { type: string; id: string; data: any }[];
+}
 
 let file: string;
 let fake: FakeOpenAI;
 let toolServer: ToolServer;
 let runtime: Runtime;
 let server: ServerType;
+/** The sockets of the SSE responses being written, with their request's URL: a test drops them from the server side. */
+const streamSockets = new Map<Socket, string>();
 let shutdown: AbortController;
 let base: string;
 let browser: Browser;
@@ -53,6 +88,8 @@ beforeAll(async () => {
   fake = await startFakeOpenAI();
   fake.setLatency((call) => (call.userContent === SLOW_TASK ? 1_500 : 5));
   fake.setReplyPolicy((call) => {
+    if (call.userContent === STREAMED_TASK) return { deltas: STREAMED_DELTAS };
+    if (call.userContent === HELD_TASK) return { deltas: HELD_DELTAS };
     if (call.userContent !== TOOL_TASK) return undefined;
     const toolResultsIn = call.rawMessages.some((m) => m.role === 'tool');
     return toolResultsIn ? { content: FINAL_ANSWER } : { toolCalls: [{ id: 'call_rain', name: 'lookup', arguments: { city: 'Oslo' } }] };
@@ -70,6 +107,11 @@ beforeAll(async () => {
     s.once('error', reject);
   });
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  (server as Server).on('request', (req) => {
+    if (!req.url?.includes('/stream')) return;
+    streamSockets.set(req.socket, req.url);
+    req.socket.once('close', () => streamSockets.delete(req.socket));
+  });
   browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
   page = await context.newPage();
@@ -110,6 +152,16 @@ async function api<T = any>(method: string, url: string, body?: unknown): Promis
 const activeState = (state: string) => `svg.chart g.state.active[data-state="${state}"]`;
 const progressIs = (progress: string) => page.locator('#progress', { hasText: new RegExp(`^${progress}$`) }).waitFor(WAIT);
 const shot = (name: string) => page.screenshot({ path: path.join(SCREENSHOTS, name), fullPage: true });
+const liveText = async () => (await page.textContent('#live-text')) ?? '';
+/** Waits until the live answer's text is exactly `text` (shown or not). */
+const liveTextIs = (text: string) => page.waitForFunction(`document.querySelector('#live-text').textContent === ${JSON.stringify(text)}`, undefined, WAIT);
+const recordedStreams = () => page.evaluate<RecordedStream[]>('window.__streams');
+const tokenIndexes = (stream: RecordedStream) => stream.events.filter((e) => e.type === 'token').map((e) => e.data.index as number);
+/** Presses task.add in the page. */
+async function addTask(task: string): Promise<void> {
+  await page.fill('form[data-event="task.add"] input[name=task]', task);
+  await page.click('form[data-event="task.add"] button');
+}
 
 describe('dashboard in Chromium', () => {
   it('asks for the token: a wrong one is refused, the right one sets an HttpOnly cookie and opens the list', async () => {
@@ -283,5 +335,98 @@ describe('dashboard in Chromium', () => {
     await page.waitForSelector('#actions tr[data-action=runTools] >> text=gamma:1:call_rain', WAIT);
     expect(toolServer.deliveries.map((d) => [d.idempotencyKey, d.body?.arguments])).toEqual([['gamma:1:call_rain', { city: 'Oslo' }]]);
     await shot('agent-tool-approved.png');
+  });
+  it('shows the answer in the page as the model writes it, then in the conversation once committed', async () => {
+    // The held call of the next step outlives the default 5 s limit of a stream sending nothing.
+    const input = { tasks: [], retry: { timeoutMs: 30_000 } };
+    expect((await api('POST', '/agents', { machine: 'agent', id: 'delta', input })).status).toBe(201);
+    await page.addInitScript(RECORD_STREAMS); // every later page load of the journey
+    await page.goto(`${base}/ui/agents/delta`);
+    await page.waitForSelector(activeState('idle'), WAIT);
+    expect(await page.isVisible('#live-answer')).toBe(false);
+
+    fake.setChunkInterval(150);
+    try {
+      await addTask(STREAMED_TASK);
+      await page.waitForSelector('#live-answer', WAIT);
+      expect(await page.textContent('#live-turn')).toBe('task 1 · turn 0');
+      await page.waitForFunction(`document.querySelector('#live-text').textContent.length > 0`, undefined, WAIT);
+      const first = await liveText();
+      await page.waitForFunction(`document.querySelector('#live-text').textContent.length > ${first.length}`, undefined, WAIT);
+      const second = await liveText();
+      // Read before the fake sent its last delta: the call was still being written.
+      expect(fake.callsFor(STREAMED_TASK)[0]!.deltasSent).toBeLessThan(STREAMED_DELTAS.length);
+      const prefixes = STREAMED_DELTAS.map((_, n) => prefix(STREAMED_DELTAS, n + 1));
+      expect(prefixes.slice(0, -1)).toContain(first);
+      expect(prefixes.slice(0, -1)).toContain(second);
+      expect(second.length).toBeGreaterThan(first.length);
+      expect(await page.isVisible('#live-answer')).toBe(true);
+      await shot('agent-live-answer.png');
+
+      // Committed: the conversation shows the whole answer, and the live answer is gone.
+      const response = '#conversation .task[data-task="1"] .response .text';
+      await page.waitForSelector(response, WAIT);
+      expect(await page.textContent(response)).toBe(prefix(STREAMED_DELTAS, STREAMED_DELTAS.length));
+      await page.waitForSelector('#live-answer', { ...WAIT, state: 'hidden' });
+      expect(await liveText()).toBe(prefix(STREAMED_DELTAS, STREAMED_DELTAS.length));
+      await page.waitForSelector(activeState('idle'), WAIT);
+      await progressIs('1');
+    } finally {
+      fake.setChunkInterval(0);
+    }
+    // One connection, every delta once, in order.
+    const streams = await recordedStreams();
+    expect(streams.map((s) => s.url)).toEqual(['/agents/delta/stream']);
+    expect(tokenIndexes(streams[0]!)).toEqual(STREAMED_DELTAS.map((_, i) => i));
+  });
+
+  it('resumes the answer from the last event id when the server drops the stream mid-answer, with no delta twice', async () => {
+    const hold = fake.holdAfter(3);
+    await page.goto(`${base}/ui/agents/delta`);
+    await page.waitForSelector(activeState('idle'), WAIT);
+    await addTask(HELD_TASK);
+    await hold.reached;
+    await liveTextIs(prefix(HELD_DELTAS, 3));
+    expect(await page.textContent('#live-turn')).toBe('task 2 · turn 0');
+    const [opened] = await recordedStreams();
+    const last = opened!.events.at(-1)!;
+    expect(last).toMatchObject({ type: 'token', data: { seq: 2, turn: 0, index: 2, delta: HELD_DELTAS[2] } });
+
+    // The drop, from the server's side: the socket of the page's SSE response is destroyed, as a
+    // proxy timing out or a server going away would (no `dropped` event: the HTTP server here cannot
+    // be made to see a slow reader on demand). EventSource then reconnects by itself, sending
+    // Last-Event-ID; that reconnection is answered 502, as a proxy whose upstream restarts does, so
+    // that EventSource gives up (CLOSED) and the page's own code must come back with `?from=` and
+    // the id it kept. Only that one request is answered by the browser; the rest is the real server.
+    const ownReconnects: (string | undefined)[] = [];
+    const isOwnReconnect = (url: URL) => url.pathname === '/agents/delta/stream' && !url.searchParams.has('from');
+    await page.route(isOwnReconnect, async (route) => {
+      ownReconnects.push((await route.request().allHeaders())['last-event-id']);
+      await route.fulfill({ status: 502, contentType: 'text/plain', body: 'Bad gateway: upstream restarting' });
+    });
+    const resumedUrl = `${base}/agents/delta/stream?from=${encodeURIComponent(last.id)}`;
+    const resumed = page.waitForResponse((res) => res.url() === resumedUrl, WAIT);
+    const dropped = [...streamSockets].filter(([, url]) => url.startsWith('/agents/delta/stream'));
+    expect(dropped).toHaveLength(1);
+    for (const [socket] of dropped) socket.destroy();
+    expect((await resumed).status()).toBe(200);
+    await page.unroute(isOwnReconnect);
+    expect(ownReconnects).toEqual([last.id]); // the browser kept the same id the page did
+    expect(await liveText()).toBe(prefix(HELD_DELTAS, 3)); // nothing lost or doubled meanwhile
+    await shot('agent-live-answer-resumed.png');
+
+    // The rest of the answer streams over the resumed connection, each delta once.
+    hold.release();
+    const response = '#conversation .task[data-task="2"] .response .text';
+    await page.waitForSelector(response, WAIT);
+    expect(await page.textContent(response)).toBe(prefix(HELD_DELTAS, HELD_DELTAS.length));
+    await page.waitForSelector('#live-answer', { ...WAIT, state: 'hidden' });
+    expect(await liveText()).toBe(prefix(HELD_DELTAS, HELD_DELTAS.length));
+    await progressIs('2');
+    const streams = await recordedStreams();
+    expect(streams.map((s) => s.url)).toEqual(['/agents/delta/stream', `/agents/delta/stream?from=${encodeURIComponent(last.id)}`]);
+    expect(tokenIndexes(streams[0]!)).toEqual([0, 1, 2]);
+    expect(tokenIndexes(streams[1]!)).toEqual([3, 4, 5, 6, 7, 8, 9]);
+    expect(streams[1]!.events.filter((e) => e.type === 'restart')).toEqual([]);
   });
 });
