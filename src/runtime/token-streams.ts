@@ -26,6 +26,8 @@ export interface CallTokens extends CallKey {
   /** Over the per-call bound: later deltas are neither kept nor streamed. */
   truncated: boolean;
   finished: boolean;
+  /** Some stream followed it: once finished it is kept a while for that client to catch up after a drop. */
+  watched: boolean;
 }
 
 export interface TokenWriter {
@@ -158,7 +160,7 @@ export class TokenStreams {
   // --- keeping -----------------------------------------------------------------------------------
 
   private add(fields: Pick<CallTokens, 'agentId' | 'seq' | 'turn' | 'attempt'>): CallTokens {
-    const call: CallTokens = { ...fields, deltas: [], chars: 0, truncated: false, finished: false };
+    const call: CallTokens = { ...fields, deltas: [], chars: 0, truncated: false, finished: false, watched: this.listeners.has(fields.agentId) };
     let calls = this.calls.get(fields.agentId);
     if (!calls) this.calls.set(fields.agentId, (calls = []));
     calls.push(call);
@@ -193,10 +195,12 @@ export class TokenStreams {
     return false;
   }
 
+  /** A finished call no stream followed is let go at once: most calls are never watched, and no client can resume into one it never saw. */
   private finish(call: CallTokens): void {
     call.finished = true;
     this.notify(call, call.deltas.length);
-    setTimeout(() => this.drop(call), this.limits.keepFinishedMs).unref();
+    if (call.watched) setTimeout(() => this.drop(call), this.limits.keepFinishedMs).unref();
+    else this.drop(call);
   }
 
   private drop(call: CallTokens): void {
@@ -211,6 +215,7 @@ export class TokenStreams {
   private notify(call: CallTokens, from: number): void {
     const set = this.listeners.get(call.agentId);
     if (!set) return;
+    call.watched = true;
     for (const listener of set) {
       try {
         listener(call, from);
@@ -248,6 +253,7 @@ export class TokenStreams {
       this.remoteInterest.delete(call.agentId);
       return;
     }
+    call.watched = true;
     this.queue(call, from);
   }
 
@@ -290,7 +296,11 @@ export class TokenStreams {
     const now = Date.now();
     if (this.remoteInterest.size >= 1024) for (const [id, until] of this.remoteInterest) if (until < now) this.remoteInterest.delete(id);
     this.remoteInterest.set(agentId, now + INTEREST_MS);
-    for (const call of this.calls.get(agentId) ?? []) if (call.attempt.startsWith(this.tag)) this.queue(call, 0);
+    for (const call of this.calls.get(agentId) ?? []) {
+      if (!call.attempt.startsWith(this.tag)) continue;
+      call.watched = true;
+      this.queue(call, 0);
+    }
   }
 
   /** Deltas of an agent run elsewhere, into the same calls a local one would have. */

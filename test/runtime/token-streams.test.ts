@@ -62,8 +62,19 @@ describe('TokenStreams', () => {
     expect(tokens.heldChars).toBe(9);
   });
 
+  it('lets a finished call that no stream followed go at once', () => {
+    const tokens = hub();
+    const writer = tokens.begin('a', { seq: 1, turn: 0 });
+    writer.write('unseen');
+    expect(tokens.inFlight('a')?.deltas).toEqual(['unseen']); // a client may still join mid-call
+    writer.end();
+    expect(tokens.find('a', { seq: 1, turn: 0 })).toBeUndefined();
+    expect(tokens.heldChars).toBe(0);
+  });
+
   it('frees finished calls, oldest first, to stay within the per-process bound; a call in flight that does not fit stops', () => {
     const tokens = hub({ perProcess: 20 });
+    for (const id of ['a', 'b', 'c']) tokens.subscribe(id, () => undefined);
     for (const id of ['a', 'b']) {
       const writer = tokens.begin(id, { seq: 1, turn: 0 });
       writer.write('0123456789');
@@ -85,6 +96,7 @@ describe('TokenStreams', () => {
     vi.useFakeTimers();
     try {
       const tokens = hub({ keepFinishedMs: 1_000 });
+      tokens.subscribe('a', () => undefined);
       for (let turn = 0; turn < 6; turn++) {
         const writer = tokens.begin('a', { seq: 1, turn });
         writer.write(`t${turn}`);

@@ -187,7 +187,7 @@ export const CLIENT_SCRIPT = String.raw`
         live.label.textContent = 'task ' + data.seq + ' \u00b7 turn ' + data.turn;
         live.note.textContent = '';
       }
-      
+      if (data.index < live.next) return; // had it already
       live.next = data.index + 1;
       var pre = live.text;
       var atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 8;
@@ -205,7 +205,7 @@ export const CLIENT_SCRIPT = String.raw`
 
     // A snapshot that shows the call past hides it once the conversation is redrawn with its answer.
     function settleLive(view, redrawn) {
-      return;
+      if (!live.box || live.key === null || live.done || !pastCall(view, live.seq, live.turn)) return;
       live.done = true;
       var key = live.key;
       redrawn.then(function () { if (live.key === key && live.done) live.box.hidden = true; });
