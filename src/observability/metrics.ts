@@ -25,6 +25,8 @@ export interface Metrics extends HttpMetrics {
 export interface ObservedRuntime {
   stats(): Promise<{ agentsByStatus: Record<string, number>; liveByState: Record<string, number>; inboxDepth: number; live: number }>;
   storeBytes(): Promise<number>;
+  /** Open `GET /agents/:id/stream` clients, and the characters of LLM text kept for them. */
+  streams(): { clients: number; heldChars: number };
 }
 
 /**
@@ -103,6 +105,12 @@ export function createMetrics(options: RuntimeMetricsOptions = {}): Metrics {
         help: 'What the store takes on disk (SQLite: pages in use; Postgres: its tables and indexes)',
         registers: [registry],
       });
+      const streamClients = new Gauge({ name: 'durable_agents_stream_clients', help: 'Open agent streams (GET /agents/:id/stream) in this process', registers: [registry] });
+      const streamText = new Gauge({
+        name: 'durable_agents_stream_text_chars',
+        help: 'Characters of streamed LLM text this process keeps for its streams (bounded: docs/http-api.md)',
+        registers: [registry],
+      });
       const seenStates = new Set<string>();
       refresh = async () => {
         const [stats, bytes] = await Promise.all([runtime.stats(), runtime.storeBytes()]);
@@ -114,6 +122,9 @@ export function createMetrics(options: RuntimeMetricsOptions = {}): Metrics {
         for (const state of seenStates) liveByState.set({ state }, byState[state] ?? 0);
         inbox.set(stats.inboxDepth);
         storeBytes.set(bytes);
+        const streams = runtime.streams();
+        streamClients.set(streams.clients);
+        streamText.set(streams.heldChars);
       };
     },
     async render() {

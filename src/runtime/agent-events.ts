@@ -68,6 +68,9 @@ export class AgentEventFeed {
   private count = 0;
   private resolveEnded!: () => void;
   readonly ended = new Promise<void>((resolve) => (this.resolveEnded = resolve));
+  private resolveClosed!: () => void;
+  /** Resolves when `close()` was called. */
+  readonly closed = new Promise<void>((resolve) => (this.resolveClosed = resolve));
 
   private constructor(
     private readonly sources: AgentEventSources,
@@ -94,6 +97,7 @@ export class AgentEventFeed {
   }
 
   close(): void {
+    this.resolveClosed();
     for (const stop of this.unsubscribe.splice(0)) stop();
     this.finish();
   }

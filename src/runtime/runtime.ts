@@ -88,6 +88,7 @@ export class Runtime {
   private readonly observer: RuntimeObserver;
   private readonly skipResting: boolean;
   private closing = false;
+  private openFeeds = 0;
   private readonly pruner: Pruner | undefined;
 
   constructor(options: RuntimeOptions) {
@@ -326,7 +327,7 @@ export class Runtime {
    * Opens what one client of `GET /agents/:id/stream` receives: snapshots, tokens and restarts, from
    * `from` (a position an earlier event's id named) or from now. Throws NotFoundError for an unknown agent.
    */
-  openEventFeed(agentId: string, from: StreamPosition | undefined, emit: (event: AgentEvent) => void): Promise<AgentEventFeed> {
+  async openEventFeed(agentId: string, from: StreamPosition | undefined, emit: (event: AgentEvent) => void): Promise<AgentEventFeed> {
     const sources: AgentEventSources = {
       store: this.store,
       tokens: this.tokens,
@@ -340,7 +341,15 @@ export class Runtime {
       watch: (id, listener) => this.watchers.watch(id, listener),
       runsElsewhere: (id) => this.leaseKeeper !== undefined && !this.live.holds(id),
     };
-    return AgentEventFeed.open(sources, agentId, from, emit);
+    const feed = await AgentEventFeed.open(sources, agentId, from, emit);
+    this.openFeeds++;
+    void feed.closed.then(() => this.openFeeds--);
+    return feed;
+  }
+
+  /** Open event feeds (stream clients) and the streamed text kept for them: for gauges. */
+  streams(): { clients: number; heldChars: number } {
+    return { clients: this.openFeeds, heldChars: this.tokens.heldChars };
   }
 
   /** Calls `listener` with the agent's view after each committed transition; returns the unsubscribe. */
