@@ -17,7 +17,7 @@ export interface HostOwner {
   commit(write: Write): Promise<unknown>;
   findEffect(idempotencyKey: string): Promise<{ result: unknown } | undefined>;
   committed(host: AgentHost, checkpoint: CommittedCheckpoint): void;
-  streamTokens(agentId: string, key: CallKey): TokenWriter;
+  streamTokens(agentId: string, key: CallKey, resumed: boolean): TokenWriter;
   failed(host: AgentHost, reason: 'commit' | 'actor', err: unknown): void;
   readonly log: Logger;
   /** XState's inspection observer for every agent actor (and the actors it invokes). */
@@ -66,6 +66,7 @@ export class AgentHost implements TransitionSink {
   private readonly encoder = new CheckpointEncoder();
   /** Restored from a checkpoint (not fresh: a fresh actor's initial snapshot is seq 1 before it starts). */
   private readonly restored: boolean;
+  private streamedSinceStart = false;
   /** The last committed checkpoint, for views. */
   private lastCommitted: LatestState | undefined;
 
@@ -239,7 +240,10 @@ export class AgentHost implements TransitionSink {
   }
 
   streamTokens(key: CallKey): TokenWriter {
-    return this.owner.streamTokens(this.agentId, key);
+    // The first call after a restore asks again what the previous process may have been streaming.
+    const resumed = this.restored && !this.streamedSinceStart;
+    this.streamedSinceStart = true;
+    return this.owner.streamTokens(this.agentId, key, resumed);
   }
 
   gate(child: AnyActorRef, input: unknown): Promise<void> {

@@ -173,8 +173,8 @@ export class LiveAgents implements HostOwner {
     return this.options.committer.enqueue(write);
   }
 
-  streamTokens(agentId: string, key: CallKey): TokenWriter {
-    return this.options.tokens.begin(agentId, key);
+  streamTokens(agentId: string, key: CallKey, resumed: boolean): TokenWriter {
+    return this.options.tokens.begin(agentId, key, { resumed });
   }
 
   findEffect(idempotencyKey: string) {

@@ -26,7 +26,11 @@ export interface CallTokens extends CallKey {
   /** Over the per-call bound: later deltas are neither kept nor streamed. */
   truncated: boolean;
   finished: boolean;
-  /** Some stream followed it: once finished it is kept a while for that client to catch up after a drop. */
+  /**
+   * Some stream followed it, or an earlier asking of it (here or, for the first call after a restore,
+   * in the process that ran the agent before): once finished it is kept a while, for that client to
+   * catch up after a drop.
+   */
   watched: boolean;
 }
 
@@ -101,9 +105,14 @@ export class TokenStreams {
     return this.chars;
   }
 
-  /** Starts one asking of an LLM call of an agent run here. */
-  begin(agentId: string, key: CallKey): TokenWriter {
+  /**
+   * Starts one asking of an LLM call of an agent run here. `resumed`: the first call of an agent
+   * restored from its checkpoint, which a client of the process that ran it before may come back for.
+   */
+  begin(agentId: string, key: CallKey, { resumed = false } = {}): TokenWriter {
+    const followedBefore = resumed || this.find(agentId, key)?.watched === true;
     const call = this.add({ agentId, seq: key.seq, turn: key.turn, attempt: `${this.tag}${(++this.attempts).toString(36)}` });
+    if (followedBefore) call.watched = true;
     return {
       write: (delta) => {
         if (call.finished || delta === '') return;

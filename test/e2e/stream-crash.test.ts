@@ -44,10 +44,17 @@ describe('a stream across a SIGKILL of the server', () => {
 
     const events: { event: string; id: string; data: any }[] = [];
     const reconnects: string[] = [];
+    // The client comes back only once the new process has committed the answer: the harder case,
+    // where the call it was following is over before it asks (the new process keeps that call's text).
+    let answered!: () => void;
+    const answerCommitted = new Promise<void>((resolve) => (answered = resolve));
     source = new EventSource(`${first.url}/agents/k1/stream`, {
-      fetch: (url, init) => {
+      fetch: async (url, init) => {
         const lastId = (init?.headers as Record<string, string> | undefined)?.['Last-Event-ID'];
-        if (lastId) reconnects.push(lastId);
+        if (lastId) {
+          await answerCommitted;
+          reconnects.push(lastId);
+        }
         return fetch(url, { ...init, headers: { ...(init?.headers as Record<string, string>), ...AUTH } });
       },
     });
@@ -62,6 +69,7 @@ describe('a stream across a SIGKILL of the server', () => {
     const second = await start(); // recovers k1 in callingLLM: its answer was never committed, so it is asked again
     const done = await waitForAgent(second, 'k1', (v) => (v.context as { results: unknown[] }).results.length === 1);
     expect((done.context as { results: { response: string }[] }).results[0]!.response).toBe(ANSWER);
+    answered();
 
     await vi.waitFor(() => expect(events.some((e) => e.event === 'snapshot' && e.data.progress === 1)).toBe(true), { timeout: 15_000 });
     // It came back with the id of the last token it had.

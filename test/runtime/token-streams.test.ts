@@ -72,6 +72,21 @@ describe('TokenStreams', () => {
     expect(tokens.heldChars).toBe(0);
   });
 
+  it('keeps a finished call a client may come back for: a new asking of a followed call, the first call after a restore', () => {
+    const tokens = hub();
+    const stop = tokens.subscribe('a', () => undefined);
+    tokens.begin('a', { seq: 1, turn: 0 }).write('first asking, followed');
+    stop(); // the client drops; the call is asked again while it is away
+    const again = tokens.begin('a', { seq: 1, turn: 0 });
+    again.write('second asking');
+    again.end();
+    expect(tokens.find('a', { seq: 1, turn: 0 })?.deltas).toEqual(['second asking']);
+    const restored = tokens.begin('b', { seq: 3, turn: 1 }, { resumed: true });
+    restored.write('asked again after a crash');
+    restored.end();
+    expect(tokens.find('b', { seq: 3, turn: 1 })?.deltas).toEqual(['asked again after a crash']);
+  });
+
   it('frees finished calls, oldest first, to stay within the per-process bound; a call in flight that does not fit stops', () => {
     const tokens = hub({ perProcess: 20 });
     for (const id of ['a', 'b', 'c']) tokens.subscribe(id, () => undefined);
