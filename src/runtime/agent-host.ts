@@ -5,7 +5,9 @@ import { serializeError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { CheckpointEncoder } from '../store/checkpoint-encoding.js';
 import type { SnapshotPart } from '../store/snapshot-parts.js';
-import type { ActionWrite, CheckpointBody, EventRecord, Write } from '../store/store.js';
+import type { ActionWrite, CheckpointBody, EventRecord, PendingTimer, Write } from '../store/store.js';
+import type { WriteOf } from '../store/write-plan.js';
+import { DurableTimers } from './durable-timers.js';
 import { awaitsCommit, COMMITTED_EVENT } from '../durable/commit-barrier.js';
 import { createDurableActor, type TransitionSink } from './durable-machine.js';
 import type { ActorDeclaration, PersistedSnapshotJson } from '../durable/definition.js';
@@ -45,7 +47,7 @@ export type LatestState = Pick<CommittedCheckpoint, 'seq' | 'state' | 'status' |
 type StartPoint =
   | { kind: 'fresh'; input: unknown }
   /** From a committed checkpoint: its seq, its snapshot as read by `readSnapshot`, its progress and time. */
-  | { kind: 'restore'; snapshot: PersistedSnapshotJson; seq: number; progress: number; at: string; parts: readonly string[] };
+  | { kind: 'restore'; snapshot: PersistedSnapshotJson; seq: number; progress: number; at: string; parts: readonly string[]; timers?: readonly PendingTimer[] };
 
 /**
  * One live agent: its actor, the ordered delivery of its inbox, and the chain of its checkpoints.
@@ -67,6 +69,17 @@ export class AgentHost implements TransitionSink {
   /** Restored from a checkpoint (not fresh: a fresh actor's initial snapshot is seq 1 before it starts). */
   private readonly restored: boolean;
   private streamedSinceStart = false;
+  /** The delays the machine scheduled and that have not fired: kept with each checkpoint (durable-timers.ts). */
+  private readonly timers = new DurableTimers((timers) => {
+    if (this.openCheckpoint) this.setTimers(this.openCheckpoint, timers);
+    else if (this.unchangedBy) this.checkpointDelays(this.unchangedBy);
+  });
+  /** The event of the macrostep that left the snapshot as it was, while its deferred effects run. */
+  private unchangedBy: AnyEventObject | undefined;
+  /** The checkpoint of the transition whose deferred effects run now: they may schedule or cancel delays. */
+  private openCheckpoint: WriteOf<'checkpoint'> | undefined;
+  /** Delays to schedule again once started (restored from a checkpoint). */
+  private readonly restoredTimers: readonly PendingTimer[];
   /** The last committed checkpoint, for views. */
   private lastCommitted: LatestState | undefined;
 
@@ -88,14 +101,16 @@ export class AgentHost implements TransitionSink {
       const { snapshot, progress, at } = from;
       this.lastCommitted = { seq: from.seq, state: snapshot.value, status: 'active', progress, context: snapshot.context ?? null, at };
     }
-    const inspect = owner.inspect ? { inspect: owner.inspect } : {};
+    this.restoredTimers = from.kind === 'restore' ? (from.timers ?? []) : [];
+    const options = { clock: this.timers.clock, ...(owner.inspect ? { inspect: owner.inspect } : {}) };
     this.actor = createDurableActor(
       machine.durable,
       this,
       from.kind === 'restore'
-        ? { id: agentId, snapshot: from.snapshot as never, ...inspect }
-        : { id: agentId, input: from.input as never, ...inspect },
+        ? { id: agentId, snapshot: from.snapshot as never, ...options }
+        : { id: agentId, input: from.input as never, ...options },
     );
+    this.timers.attach(this.actor);
   }
 
   /** Starts the actor unless restoring put it in error; returns that error. */
@@ -105,6 +120,8 @@ export class AgentHost implements TransitionSink {
     // Every actor needs an error observer: an unobserved error is re-thrown and kills the process.
     this.actor.subscribe({ error: (err) => this.fail('actor', err) });
     this.actor.start();
+    // Its delays go on from where the checkpoint left them (their original deadlines).
+    if (this.restoredTimers.length > 0) this.timers.rearm(this.actor, this.restoredTimers);
     // Restored at a commit barrier: the checkpoint it came from is committed, so it may move on.
     if (this.restored) this.releaseBarrier();
     return undefined;
@@ -150,6 +167,7 @@ export class AgentHost implements TransitionSink {
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
+    this.timers.stop();
     this.actor.stop();
   }
 
@@ -175,7 +193,7 @@ export class AgentHost implements TransitionSink {
     const action = logged?.action;
     const parts = logged?.parts.length ? [...persisted.parts, ...logged.parts] : persisted.parts;
     const barrier = awaitsCommit(next);
-    const commit = this.owner.commit({
+    const write: WriteOf<'checkpoint'> = {
       kind: 'checkpoint',
       agentId: this.agentId,
       seq,
@@ -192,7 +210,12 @@ export class AgentHost implements TransitionSink {
       parts,
       resting: restsIn(next),
       actions: action ? [action] : [],
-    });
+    };
+    if (this.timers.size > 0) write.timers = this.timers.list();
+    // Its deferred effects (run right after this returns, before the write is flushed) may still change the delays.
+    this.openCheckpoint = write;
+    this.unchangedBy = undefined;
+    const commit = this.owner.commit(write);
     this.lastCommit = commit;
     commit.then(
       () => {
@@ -210,6 +233,10 @@ export class AgentHost implements TransitionSink {
   }
 
   onIgnored(event: AnyEventObject): void {
+    // Its deferred effects may still schedule or cancel a delay (a transition with only a delayed
+    // `raise` leaves the snapshot as it was): then they write a checkpoint of their own.
+    this.openCheckpoint = undefined;
+    this.unchangedBy = event;
     if (this.deliveringSeq === undefined) return;
     const commit = this.owner.commit({
       kind: 'consume',
@@ -255,6 +282,17 @@ export class AgentHost implements TransitionSink {
   }
 
   // --- internals ------------------------------------------------------------------------------
+
+  /** A checkpoint of the same snapshot, for delays scheduled or cancelled by a macrostep that changed nothing else. */
+  private checkpointDelays(event: AnyEventObject): void {
+    const snapshot = this.snapshot();
+    this.onTransition(snapshot, snapshot, event, this.actor.getPersistedSnapshot());
+  }
+
+  private setTimers(write: WriteOf<'checkpoint'>, timers: PendingTimer[]): void {
+    if (timers.length > 0) write.timers = timers;
+    else delete write.timers;
+  }
 
   /** Tells a machine resting at a commit barrier that its checkpoint is durable. */
   private releaseBarrier(): void {

@@ -92,7 +92,7 @@ export class LiveAgents implements HostOwner {
       const from = checkpoint
         ? {
             kind: 'restore' as const, snapshot: readSnapshot(checkpoint, machine), seq: checkpoint.seq, progress: checkpoint.progress,
-            at: checkpoint.createdAt, parts: checkpoint.parts ?? [],
+            at: checkpoint.createdAt, parts: checkpoint.parts ?? [], ...(checkpoint.timers ? { timers: checkpoint.timers } : {}),
           }
         : { kind: 'fresh' as const, input: agent.input };
       host = new AgentHost(agent.id, agent.createdAt, machine, this, from, agent.inboxPosition);

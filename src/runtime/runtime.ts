@@ -20,12 +20,15 @@ import { parseJsonObject } from './restore.js';
 import { liveView, storedView, type AgentView } from './views.js';
 import { Watchers, type ViewListener } from './watchers.js';
 import { TokenStreams, type TokenStreamLimits } from './token-streams.js';
+import { Wakeups, type WakeupOptions } from './wakeups.js';
 import { AgentEventFeed, type AgentEvent, type AgentEventSources, type StreamPosition } from './agent-events.js';
 
 export interface RuntimeOptions {
   store: Store;
   machines: readonly MachineDefinition[];
   logger?: Logger;
+  /** How agents not in memory are found and woken for their delays (wakeups.ts has the defaults). */
+  wakeups?: WakeupOptions;
   /** What is kept of streamed LLM text for clients that reconnect (see token-streams.ts for the defaults). */
   tokenLimits?: Partial<TokenStreamLimits>;
   /**
@@ -89,6 +92,7 @@ export class Runtime {
   private readonly skipResting: boolean;
   private closing = false;
   private openFeeds = 0;
+  private readonly wakeups: Wakeups | undefined;
   private readonly pruner: Pruner | undefined;
 
   constructor(options: RuntimeOptions) {
@@ -122,6 +126,11 @@ export class Runtime {
     this.leaseKeeper =
       leases &&
       createOwnership({ leases, store, live: this.live, watchers: this.watchers, log: this.log, observe: this.observe, skipResting: this.skipResting });
+    // Agents not in memory (passivated, left on disk, orphaned elsewhere) are woken for their delays.
+    if (this.skipResting || this.leaseKeeper) {
+      this.wakeups = new Wakeups(store, (id) => this.live.holds(id), (id) => this.live.wake(id), this.log, options.wakeups);
+      this.wakeups.start();
+    }
     this.observe('machinesRegistered', [...this.machines.values()]);
     const retention = options.retention;
     const machineRetention = (name: string) => this.machines.get(name)?.retention;
@@ -377,6 +386,7 @@ export class Runtime {
     if (this.closing) return;
     this.closing = true;
     await this.pruner?.stop();
+    await this.wakeups?.stop();
     await this.leaseKeeper?.stop();
     this.live.close();
     this.tokens.close();

@@ -3,6 +3,7 @@ import { InvalidInputError, type SerializedError } from '../core/errors.js';
 import { applyDeltas, type CheckpointFormat } from './checkpoint-encoding.js';
 import { collectParts, decodeParts, withParts, type PartLoader } from './snapshot-parts.js';
 import type { ActionRecord, AgentRecord, AgentStatus, CheckpointRecord, CheckpointSummary, EffectRecord, EventRecord, InboxEvent, RestorableAgent } from './store.js';
+import { parseTimers } from './timers.js';
 
 export interface AgentRow {
   pos: number;
@@ -39,7 +40,7 @@ export interface CheckpointRow {
 /** A row of `RESTORABLE` (sql/restorable.ts): the `c_` columns are null when the agent has no checkpoint yet. */
 export type RestorableRow = Pick<AgentRow, 'id' | 'machine' | 'inbox_position' | 'event_seq' | 'created_at'> & {
   input: string | null; c_seq: number | null; c_machine_version: string; c_event_type: string;
-  c_progress: number; c_snapshot: string; c_encoded: number | null; c_base_seq: number | null; c_created_at: string;
+  c_progress: number; c_snapshot: string; c_encoded: number | null; c_base_seq: number | null; c_timers: string | null; c_created_at: string;
 };
 
 /** The `encoded` column of a checkpoint row. */
@@ -155,6 +156,7 @@ function toRestorable(r: RestorableRow): RestorableAgent {
         : {
             agentId: r.id, seq: r.c_seq, machineVersion: r.c_machine_version, eventType: r.c_event_type,
             progress: r.c_progress, snapshot: r.c_snapshot, createdAt: r.c_created_at,
+            ...(r.c_timers ? { timers: parseTimers(r.c_timers) } : {}),
           },
   };
 }

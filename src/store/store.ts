@@ -61,6 +61,20 @@ export interface EventRecord {
   createdAt: string;
 }
 
+/**
+ * A delayed event a machine scheduled (`after`, or `raise`/`sendTo` with a `delay`) that has not
+ * fired yet, as its checkpoint keeps it: restored agents schedule it again for its deadline.
+ */
+export interface PendingTimer {
+  /** The scheduler's id (for `after`, XState's `xstate.after.<delay>.<state>`); unique among the agent's pending delays. */
+  id: string;
+  /** Epoch ms at which it fires. */
+  at: number;
+  event: { type: string; [key: string]: unknown };
+  /** The id of the invoked child it goes to; absent: the agent itself. */
+  to?: string;
+}
+
 /** What a checkpoint row holds besides its keys. */
 export interface CheckpointBody {
   machineVersion: string;
@@ -76,6 +90,8 @@ export interface CheckpointBody {
    * leave it on disk, and a process may passivate it. Optional for forks (derived on restore).
    */
   resting?: boolean;
+  /** The delays pending after this transition; absent: none. */
+  timers?: PendingTimer[];
 }
 
 export interface ActionWrite {
@@ -206,6 +222,8 @@ export interface RestorableAgent {
 export type RestorableCheckpoint = Omit<CheckpointRecord, 'state' | 'status'> & {
   /** Hashes of the stored parts its snapshot was put together from: a new checkpoint need not write them again. */
   parts?: readonly string[];
+  /** The delays pending after it: a restored agent schedules them again. */
+  timers?: readonly PendingTimer[];
 };
 
 export type AppendResult = { seq: number; duplicate: boolean };
@@ -262,6 +280,12 @@ export interface Recovery {
   loadRestorable(id: string): Promise<RestorableAgent | undefined>;
   /** Counts for gauges: agents by status, and events accepted but not yet consumed. */
   stats(): Promise<StoreStats>;
+  /**
+   * Active agents whose last checkpoint has a delay due by `before` (epoch ms), earliest first: an
+   * agent not in memory is woken for it. On a shared store, only those this process holds or no live
+   * process does.
+   */
+  dueAgents(before: number, limit: number): Promise<{ id: string; wakeAt: number }[]>;
 }
 
 /** Which of an agent's checkpoints a retention policy keeps: any that one of the set rules keeps, and always the last. */

@@ -26,6 +26,7 @@
  */
 import { ConflictError, FencedError, NotFoundError } from '../core/errors.js';
 import type { AgentChange, AgentStatus, Write, WriteResult } from './store.js';
+import { nextDeadline } from './timers.js';
 
 export type WriteOf<K extends Write['kind']> = Extract<Write, { kind: K }>;
 
@@ -62,7 +63,7 @@ export interface AgentAfter {
   /** Whether the batch accepted events into its inbox (`eventSeq` moved). */
   eventsAccepted: boolean;
   /** From its last applied checkpoint; absent when none was: the checkpoint columns keep their values. */
-  checkpoint?: { state: string; progress: number; lastSeq: number; resting: boolean };
+  checkpoint?: { state: string; progress: number; lastSeq: number; resting: boolean; wakeAt: number | null };
   /** From its last applied checkpoint, consume or status write; absent when only events touched it. */
   updatedAt?: string;
   /** From its last applied status write; absent when none was (`text: null` clears the column). */
@@ -194,7 +195,7 @@ class WritePlanner {
     const state = JSON.stringify(w.state);
     agent.status = w.status;
     agent.inboxPosition = w.inboxPosition;
-    agent.checkpoint = { state, progress: w.progress, lastSeq: w.seq, resting: w.resting === true };
+    agent.checkpoint = { state, progress: w.progress, lastSeq: w.seq, resting: w.resting === true, wakeAt: nextDeadline(w.timers) };
     agent.updatedAt = w.createdAt;
     agent.changed = true;
     this.plan.checkpoints.push({ write: w, state });

@@ -17,6 +17,7 @@ import type {
   StoreStats,
   Write,
   WriteResult,
+  PendingTimer,
 } from '../store.js';
 import type { CheckpointFormat } from '../checkpoint-encoding.js';
 import { oldestKept } from '../retention.js';
@@ -30,7 +31,9 @@ interface AgentData {
   record: AgentRecord;
   input: unknown;
   /** As written: an encoded snapshot is put back together from `parts` (and its chain) when read, as SQL stores do. */
-  checkpoints: (CheckpointRecord & { format?: CheckpointFormat; baseSeq?: number })[];
+  checkpoints: (CheckpointRecord & { format?: CheckpointFormat; baseSeq?: number; timers?: PendingTimer[] })[];
+  /** The earliest deadline of its last checkpoint's delays (the SQL stores' `wake_at`). */
+  wakeAt: number | null;
   parts: Map<string, string>;
   events: EventRecord[];
   actions: ActionRecord[];
@@ -68,7 +71,7 @@ export class MemoryStore implements Store {
       prunedBefore: 0,
     };
     const checkpoints = first ? [{ ...first, state: copy(first.state), agentId: agent.id, seq: 1, createdAt: agent.createdAt }] : [];
-    this.agents.set(agent.id, { pos: this.nextPos++, resting: false, record, input: copy(agent.input ?? {}), checkpoints, parts: new Map(), events: [], actions: [] });
+    this.agents.set(agent.id, { pos: this.nextPos++, resting: false, wakeAt: null, record, input: copy(agent.input ?? {}), checkpoints, parts: new Map(), events: [], actions: [] });
     return { agent: rowCopy(record), created: true };
   }
 
@@ -135,6 +138,7 @@ export class MemoryStore implements Store {
       data.checkpoints.push({
         agentId: w.agentId, seq: w.seq, machineVersion: w.machineVersion, eventType: w.eventType,
         state, status: w.status, progress: w.progress, snapshot: w.snapshot, format: w.format, baseSeq: w.baseSeq, createdAt: w.createdAt,
+        ...(w.timers?.length ? { timers: copy(w.timers) } : {}),
       });
       for (const a of w.actions) {
         // As a SQL store reads it back: JSON cannot hold `undefined`, so it is null.
@@ -158,6 +162,7 @@ export class MemoryStore implements Store {
       if (after.checkpoint) {
         Object.assign(record, { state: states.get(after.id), progress: after.checkpoint.progress, lastSeq: after.checkpoint.lastSeq });
         data.resting = after.checkpoint.resting;
+        data.wakeAt = after.checkpoint.wakeAt;
       }
       if (after.error) record.error = after.error.text === null ? null : (JSON.parse(after.error.text) as AgentRecord['error']);
       if (after.updatedAt !== undefined) record.updatedAt = after.updatedAt;
@@ -173,7 +178,7 @@ export class MemoryStore implements Store {
   async getCheckpoint(agentId: string, seq: number) {
     const found = this.agents.get(agentId)?.checkpoints.find((c) => c.seq === seq);
     if (!found) return undefined;
-    const { format: _format, baseSeq: _baseSeq, ...checkpoint } = found;
+    const { format: _format, baseSeq: _baseSeq, timers: _timers, ...checkpoint } = found;
     return { ...checkpoint, state: copy(found.state), snapshot: (await this.whole(found)).text };
   }
 
@@ -192,6 +197,14 @@ export class MemoryStore implements Store {
       .filter((a) => !options.skipResting || !a.resting || a.record.eventSeq > a.record.inboxPosition)
       .map((a) => this.restorable(a));
     return Promise.all(agents);
+  }
+
+  async dueAgents(before: number, limit: number): Promise<{ id: string; wakeAt: number }[]> {
+    return [...this.agents.values()]
+      .filter((a) => a.record.status === 'active' && a.wakeAt !== null && a.wakeAt <= before)
+      .sort((a, b) => a.wakeAt! - b.wakeAt!)
+      .slice(0, limit)
+      .map((a) => ({ id: a.record.id, wakeAt: a.wakeAt! }));
   }
 
   async loadRestorable(id: string): Promise<RestorableAgent | undefined> {

@@ -132,6 +132,7 @@ function updateAgents(statement: Statement, agents: readonly AgentAfter[]): stri
     ['progress', 'double precision', agents.map((a) => a.checkpoint?.progress)],
     ['last_seq', 'bigint', agents.map((a) => a.checkpoint?.lastSeq)],
     ['resting', 'boolean', agents.map((a) => a.checkpoint?.resting)],
+    ['wake_at', 'bigint', agents.map((a) => a.checkpoint?.wakeAt)],
     ['error_written', 'boolean', agents.map((a) => a.error !== undefined)],
     ['error', 'text', agents.map((a) => a.error?.text)],
     ['updated_at', 'text', agents.map((a) => a.updatedAt)],
@@ -142,6 +143,7 @@ function updateAgents(statement: Statement, agents: readonly AgentAfter[]): stri
       progress = case when v.checkpointed then v.progress else a.progress end,
       last_seq = case when v.checkpointed then v.last_seq else a.last_seq end,
       resting = case when v.checkpointed then v.resting else a.resting end,
+      wake_at = case when v.checkpointed then v.wake_at else a.wake_at end,
       error = case when v.error_written then v.error else a.error end,
       updated_at = coalesce(v.updated_at, a.updated_at)
     from ${v} where a.id = v.id`;
@@ -160,6 +162,7 @@ function insertCheckpoints(statement: Statement, checkpoints: readonly AppliedCh
     ['snapshot', 'text', writes.map((w) => w.snapshot)],
     ['encoded', 'smallint', writes.map((w) => formatCode(w.format))],
     ['base_seq', 'bigint', writes.map((w) => w.baseSeq)],
+    ['timers', 'text', writes.map((w) => (w.timers?.length ? JSON.stringify(w.timers) : null))],
     ['created_at', 'text', writes.map((w) => w.createdAt)],
   ]);
 }

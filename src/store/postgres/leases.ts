@@ -16,7 +16,7 @@ import { RESTORABLE, WORKING } from '../sql/restorable.js';
  * Postgres re-checks the condition on the new row, and re-runs a subquery with the new owner but
  * keeps a joined row as it was (two processes would both claim an agent the first just took).
  */
-const NOT_HELD = `(a.owner is null or not exists (select 1 from processes p where p.id = a.owner and p.lease_until >= now()))`;
+export const NOT_HELD = `(a.owner is null or not exists (select 1 from processes p where p.id = a.owner and p.lease_until >= now()))`;
 
 /** Ends a process's lease and frees its agents, in one statement. */
 const RESIGN = `

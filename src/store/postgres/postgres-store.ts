@@ -24,7 +24,7 @@ import type {
 import { applyWrites } from './apply-writes.js';
 import { checkSchemaName, clientConfig, redactUrl } from './connection.js';
 import { InboxListener, inboxChannel } from './inbox-listener.js';
-import { PostgresLeases } from './leases.js';
+import { NOT_HELD, PostgresLeases } from './leases.js';
 import { migrate } from './migrations.js';
 import {
   parseOr,
@@ -231,6 +231,16 @@ export class PostgresStore implements Store {
     const working = options.skipResting ? `and ${WORKING}` : '';
     const { rows } = await this.pool.query<RestorableRow>(`${RESTORABLE} where a.status = 'active' ${working} order by a.pos`);
     return toRestorables(rows, this.reader);
+  }
+
+  async dueAgents(before: number, limit: number): Promise<{ id: string; wakeAt: number }[]> {
+    const { rows } = await this.pool.query<{ id: string; wake_at: string }>(
+      `select a.id, a.wake_at from agents a
+       where a.wake_at <= $1 and a.status = 'active' and (a.owner = $2 or ${NOT_HELD})
+       order by a.wake_at limit $3`,
+      [before, this.leases.processId, limit],
+    );
+    return rows.map((r) => ({ id: r.id, wakeAt: Number(r.wake_at) }));
   }
 
   async loadRestorable(id: string): Promise<RestorableAgent | undefined> {

@@ -9,7 +9,7 @@ export const RESTORABLE = `
   select a.id, a.machine, a.inbox_position, a.event_seq, a.created_at,
          case when c.seq is null then (select i.input from agent_inputs i where i.agent_id = a.id) end as input,
          c.seq as c_seq, c.machine_version as c_machine_version, c.event_type as c_event_type,
-         c.progress as c_progress, c.snapshot as c_snapshot, c.encoded as c_encoded, c.base_seq as c_base_seq, c.created_at as c_created_at
+         c.progress as c_progress, c.snapshot as c_snapshot, c.encoded as c_encoded, c.base_seq as c_base_seq, c.timers as c_timers, c.created_at as c_created_at
   from agents a left join checkpoints c on c.agent_id = a.id and c.seq = a.last_seq`;
 
 /**

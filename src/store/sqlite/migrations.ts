@@ -126,6 +126,18 @@ export const migrations: readonly Migration[] = [
       create index agents_ended on agents (status, updated_at) where status in ('done', 'stopped');
     `,
   },
+  {
+    // Durable delays: each checkpoint keeps the delays pending after it (JSON, null when none), and
+    // the agent row the earliest deadline of its last checkpoint's, so that an agent not in memory
+    // is woken for it. Partial index: only agents that wait for a deadline are in it.
+    id: 6,
+    name: 'durable delays',
+    sql: `
+      alter table checkpoints add column timers text;
+      alter table agents add column wake_at integer;
+      create index agents_wake on agents (wake_at) where wake_at is not null;
+    `,
+  },
 ];
 
 /** Brings the schema up to date, one transaction per migration; refuses a newer schema. */

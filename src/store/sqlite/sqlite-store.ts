@@ -105,6 +105,7 @@ export class SqliteStore implements Store {
       active: q(`${RESTORABLE} where a.status = 'active' order by a.pos`),
       working: q(`${RESTORABLE} where a.status = 'active' and ${WORKING} order by a.pos`),
       restorable: q(`${RESTORABLE} where a.id = ? and a.status = 'active'`),
+      due: q(`select id, wake_at as wakeAt from agents where wake_at <= ? and status = 'active' order by wake_at limit ?`),
       countByStatus: q('select status, count(*) as n from agents group by status'),
       inboxDepth: q(`select sum(event_seq - inbox_position) as depth from agents where status = 'active'`),
     };
@@ -194,6 +195,10 @@ export class SqliteStore implements Store {
 
   async loadActiveAgents(options: { skipResting?: boolean } = {}): Promise<RestorableAgent[]> {
     return toRestorables((options.skipResting ? this.sql.working : this.sql.active).all() as RestorableRow[], this.reader);
+  }
+
+  async dueAgents(before: number, limit: number): Promise<{ id: string; wakeAt: number }[]> {
+    return this.sql.due.all(before, limit) as { id: string; wakeAt: number }[];
   }
 
   async loadRestorable(id: string): Promise<RestorableAgent | undefined> {

@@ -36,8 +36,8 @@ export class SqliteWrites {
       dataVersion: q('pragma data_version').pluck(),
       eventByKey: q('select seq from events where agent_id = ? and idempotency_key = ?').pluck(),
       insertCheckpoint: q(
-        `insert into checkpoints (agent_id, seq, machine_version, event_type, state, status, progress, snapshot, encoded, base_seq, created_at)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `insert into checkpoints (agent_id, seq, machine_version, event_type, state, status, progress, snapshot, encoded, base_seq, timers, created_at)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       insertAction: q('insert into actions (agent_id, seq, action, payload, result, encoded, created_at) values (?, ?, ?, ?, ?, ?, ?)'),
       // A part the agent already has (written by a checkpoint still in flight, or before a restart) keeps its body (same hash,
@@ -54,7 +54,7 @@ export class SqliteWrites {
       // The common row of the hot path: checkpoints (and consumes) only, no event, no status write.
       // Measured 30% cheaper than the general statement below, which binds twice the parameters.
       updateCheckpointed: q(
-        'update agents set status = ?, inbox_position = ?, state = ?, progress = ?, last_seq = ?, resting = ?, updated_at = ? where id = ?',
+        'update agents set status = ?, inbox_position = ?, state = ?, progress = ?, last_seq = ?, resting = ?, wake_at = ?, updated_at = ? where id = ?',
       ),
       // Any row: the checkpoint columns change only where a checkpoint was applied (`checkpointed`),
       // `error` only where a status was written, `updated_at` not where only events came in.
@@ -65,6 +65,7 @@ export class SqliteWrites {
            progress = case when ? then ? else progress end,
            last_seq = case when ? then ? else last_seq end,
            resting = case when ? then ? else resting end,
+           wake_at = case when ? then ? else wake_at end,
            error = case when ? then ? else error end,
            updated_at = coalesce(?, updated_at)
          where id = ?`,
@@ -109,7 +110,8 @@ export class SqliteWrites {
     for (const { write: w, state } of plan.checkpoints) {
       if (w.parts) for (const part of w.parts) sql.insertPart.run(w.agentId, part.hash, w.seq, part.body);
       sql.insertCheckpoint.run(
-        w.agentId, w.seq, w.machineVersion, w.eventType, state, w.status, w.progress, w.snapshot, formatCode(w.format), w.baseSeq ?? null, w.createdAt,
+        w.agentId, w.seq, w.machineVersion, w.eventType, state, w.status, w.progress, w.snapshot, formatCode(w.format), w.baseSeq ?? null,
+        w.timers?.length ? JSON.stringify(w.timers) : null, w.createdAt,
       );
       for (const a of w.actions) {
         if (a.stored) sql.insertAction.run(w.agentId, w.seq, a.action, a.stored.payload, a.stored.result, 1, w.createdAt);
@@ -129,7 +131,7 @@ export class SqliteWrites {
   private updateAgent(a: AgentAfter): void {
     const c = a.checkpoint;
     if (c && a.error === undefined && !a.eventsAccepted) {
-      this.sql.updateCheckpointed.run(a.status, a.inboxPosition, c.state, c.progress, c.lastSeq, c.resting ? 1 : 0, a.updatedAt, a.id);
+      this.sql.updateCheckpointed.run(a.status, a.inboxPosition, c.state, c.progress, c.lastSeq, c.resting ? 1 : 0, c.wakeAt, a.updatedAt, a.id);
       return;
     }
     const checkpointed = c ? 1 : 0;
@@ -140,6 +142,7 @@ export class SqliteWrites {
       checkpointed, c?.progress ?? null,
       checkpointed, c?.lastSeq ?? null,
       checkpointed, c ? (c.resting ? 1 : 0) : null,
+      checkpointed, c?.wakeAt ?? null,
       errorWritten, a.error?.text ?? null,
       a.updatedAt ?? null,
       a.id,

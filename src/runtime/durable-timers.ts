@@ -1,0 +1,121 @@
+/**
+ * Durable delays. XState keeps the delayed events a machine schedules (`after`, `raise`/`sendTo`
+ * with a `delay`) in its actor system only: a restored actor has none (upstream: statelyai/xstate#5331).
+ * This takes over the system's scheduler of one agent: every delay it schedules is also kept here as
+ * `{id, at, event, to}` with its absolute deadline, dropped when it fires or is cancelled, and the set
+ * goes into the checkpoint of the transition that changed it. A restored agent's delays are
+ * scheduled again from that set, for what is left of them (at once when their time has passed).
+ *
+ * The timing this relies on (XState 5, read in its source and checked by the tests): scheduling and
+ * cancelling are deferred effects of a macrostep, run synchronously right after the transition
+ * (whose checkpoint is then already built, and not yet written: the committer writes on a later
+ * turn), and a firing relays the event from the timer's callback, before that event's transition.
+ */
+import type { AnyActorRef, AnyEventObject } from 'xstate';
+import type { PendingTimer } from '../store/store.js';
+
+/** XState's `createActor({ clock })` option (its type is not exported). */
+interface Clock {
+  setTimeout(fn: (...args: unknown[]) => void, timeout: number): unknown;
+  clearTimeout(id: unknown): void;
+}
+
+type Scheduler = {
+  schedule(source: AnyActorRef, target: AnyActorRef, event: AnyEventObject, delay: number, id: string | undefined): void;
+  cancel(source: AnyActorRef, id: string): void;
+};
+
+export class DurableTimers {
+  private readonly pending = new Map<string, PendingTimer>();
+  /** The id being scheduled, for the clock's `setTimeout` that the scheduler calls inside `schedule`. */
+  private scheduling: string | undefined;
+  private counter = 0;
+  /** While the actor stops (passivation, takeover, shutdown), its cancellations are not the machine's. */
+  private stopping = false;
+  /** While a restored agent's delays are scheduled again: the stored set does not change. */
+  private rearming = false;
+
+  /**
+   * @param changed called with the pending set after the machine schedules or cancels a delay (a
+   *   deferred effect of its transition), for that transition's checkpoint to carry it. Not after a
+   *   firing: the transition the fired event causes writes the set without it; until that commits,
+   *   the stored set still holds it, so a crash in between fires it again after the restore.
+   */
+  constructor(private readonly changed: (timers: PendingTimer[]) => void) {}
+
+  /** The clock for `createActor`: real timers whose firing first drops the timer from the set. */
+  readonly clock: Clock = {
+    setTimeout: (fn: (...args: unknown[]) => void, ms: number) => {
+      const id = this.scheduling;
+      return setTimeout(() => {
+        if (id !== undefined) this.pending.delete(id);
+        fn();
+      }, ms);
+    },
+    clearTimeout: (handle: unknown) => clearTimeout(handle as NodeJS.Timeout),
+  };
+
+  /** Takes over the scheduler of the agent's actor system (`root`: the agent's actor). */
+  attach(root: AnyActorRef): void {
+    const scheduler = root.system.scheduler as Scheduler;
+    const schedule = scheduler.schedule.bind(scheduler);
+    const cancel = scheduler.cancel.bind(scheduler);
+    scheduler.schedule = (source, target, event, delay, givenId) => {
+      // XState would draw a random id; one of ours is stored, so that a restored timer keeps it.
+      const id = givenId ?? `d${(++this.counter).toString(36)}.${Date.now().toString(36)}`;
+      const to = target === root ? undefined : target.id;
+      if (source === root && (to === undefined || root.getSnapshot().children?.[to] === target)) {
+        this.pending.set(id, { id, at: Date.now() + delay, event: event as PendingTimer['event'], ...(to === undefined ? {} : { to }) });
+        if (!this.rearming) this.changed(this.list());
+      }
+      this.scheduling = id;
+      try {
+        schedule(source, target, event, delay, id);
+      } finally {
+        this.scheduling = undefined;
+      }
+    };
+    scheduler.cancel = (source, id) => {
+      cancel(source, id);
+      if (this.stopping || source !== root) return;
+      if (this.pending.delete(id)) this.changed(this.list());
+    };
+  }
+
+  /** Schedules again, for what is left of them, the delays of a restored agent's checkpoint. */
+  rearm(root: AnyActorRef, timers: readonly PendingTimer[]): void {
+    const scheduler = root.system.scheduler as Scheduler;
+    const now = Date.now();
+    this.rearming = true;
+    try {
+      this.rearmEach(root, scheduler, timers, now);
+    } finally {
+      this.rearming = false;
+    }
+  }
+
+  private rearmEach(root: AnyActorRef, scheduler: Scheduler, timers: readonly PendingTimer[], now: number): void {
+    for (const timer of timers) {
+      const target = timer.to === undefined ? root : (root.getSnapshot().children?.[timer.to] as AnyActorRef | undefined);
+      if (!target) continue; // its child is gone: it could not be delivered live either
+      const at = timer.at;
+      scheduler.schedule(root, target, timer.event, Math.max(0, at - now), timer.id);
+      // Keep the original deadline, not now + what was left (they differ by the milliseconds above).
+      const kept = this.pending.get(timer.id);
+      if (kept) kept.at = at;
+    }
+  }
+
+  /** The actor is about to stop: what it cancels now stays pending in the store. */
+  stop(): void {
+    this.stopping = true;
+  }
+
+  list(): PendingTimer[] {
+    return [...this.pending.values()].map((t) => ({ ...t }));
+  }
+
+  get size(): number {
+    return this.pending.size;
+  }
+}

@@ -1,0 +1,127 @@
+// Durable delays under SIGKILL: real worker processes (delays-worker.ts) on one SQLite file, each
+// killed at a random moment (seeded) and replaced, while 40 agents wait 0.3–4 s on a delayed
+// `raise` and an `after`; some are cancelled first. Afterwards, read from the file: every delay
+// fired exactly once, never before its deadline and at most TOLERANCE_MS after it (or after the
+// moment a process was up again, when none was at the deadline), and no `after` fired into the
+// state that cancelled it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import readline from 'node:readline';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { contextOf } from '../../src/runtime/restore.js';
+import { ROOT } from '../helpers/server-process.js';
+import { tempDbFile } from '../helpers/temp.js';
+import { seededRandom, sleep } from './crash-harness.js';
+import type { SleeperContext } from './delays-machine.js';
+import type { DelaysCommand } from './delays-worker.js';
+
+const WORKER = path.join(import.meta.dirname, 'delays-worker.ts');
+const SEED = 20261202;
+const AGENTS = 40;
+/** How late a delay may fire after its deadline (or after a process came back up): a loaded 2-core machine. */
+const TOLERANCE_MS = 400;
+
+interface RunningWorker {
+  child: ChildProcess;
+  ready: Promise<number>;
+  acks: Set<number>;
+  exited: Promise<void>;
+}
+
+const workers: RunningWorker[] = [];
+afterEach(() => {
+  for (const w of workers.splice(0)) w.child.kill('SIGKILL');
+});
+
+function startWorker(db: string): RunningWorker {
+  const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', WORKER, '--db', db], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
+  const acks = new Set<number>();
+  let readyAt!: (at: number) => void;
+  const ready = new Promise<number>((resolve) => (readyAt = resolve));
+  readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+    const message = JSON.parse(line) as { ready?: true; ack?: number };
+    if (message.ready) readyAt(Date.now());
+    if (message.ack !== undefined) acks.add(message.ack);
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const worker = { child, ready, acks, exited };
+  workers.push(worker);
+  return worker;
+}
+
+function send(worker: RunningWorker, command: DelaysCommand): void {
+  worker.child.stdin!.write(`${JSON.stringify(command)}\n`);
+}
+
+describe('durable delays under SIGKILL (real processes)', () => {
+  it(`fire once each, at their deadline (within ${TOLERANCE_MS} ms), none into a state that cancelled it (seed ${SEED})`, { timeout: 120_000 }, async () => {
+    const random = seededRandom(SEED);
+    const db = tempDbFile();
+    /** When some process was up and running agents: [ready, killed). */
+    const uptimes: [number, number][] = [];
+    let worker = startWorker(db);
+    let upSince = await worker.ready;
+
+    const plan = Array.from({ length: AGENTS }, (_, i) => ({ id: `s${i}`, ms: random.int(300, 4_000), cancel: i % 5 === 0 }));
+    let n = 0;
+    for (const agent of plan) send(worker, { n: ++n, op: 'spawn', id: agent.id, ms: agent.ms });
+    for (const agent of plan.filter((a) => a.cancel)) send(worker, { n: ++n, op: 'cancel', id: agent.id });
+    // Every command acknowledged before the first kill: what is acknowledged is committed.
+    while (worker.acks.size < n) await sleep(20);
+
+    // Kills at random moments while the delays are due, each followed by a new process on the file.
+    const endOfDelays = Date.now() + 4_500;
+    while (Date.now() < endOfDelays) {
+      await sleep(random.int(150, 900));
+      worker.child.kill('SIGKILL');
+      await worker.exited;
+      uptimes.push([upSince, Date.now()]);
+      await sleep(random.int(0, 400));
+      worker = startWorker(db);
+      upSince = await worker.ready;
+    }
+    await sleep(1_500);
+    worker.child.kill('SIGKILL');
+    await worker.exited;
+    uptimes.push([upSince, Date.now()]);
+    expect(uptimes.length).toBeGreaterThan(3);
+
+    const store = await openSqliteStore(db);
+    try {
+      for (const agent of plan) {
+        const restorable = await store.loadRestorable(agent.id);
+        const checkpoint = restorable!.checkpoint!;
+        const context = contextOf({ snapshot: checkpoint.snapshot }) as SleeperContext;
+        const state = (JSON.parse(checkpoint.snapshot) as { value: unknown }).value;
+        // Nothing pending any more: every delay fired (or was cancelled).
+        expect(checkpoint.timers, agent.id).toBeUndefined();
+        expect(context.ticks, `${agent.id}: ticks`).toBe(1);
+        expect(firedOnTime(context.tickAt!, context.startedAt + agent.ms, uptimes), `${agent.id}: tick at ${context.tickAt}`).toBe(true);
+        if (agent.cancel) {
+          expect(state, agent.id).toBe('cancelled');
+          expect(context.afterAt, `${agent.id}: an after fired into the state that cancelled it`).toBeNull();
+        } else {
+          expect(state, agent.id).toBe('woke');
+          expect(firedOnTime(context.afterAt!, context.startedAt + agent.ms + 200, uptimes), `${agent.id}: after at ${context.afterAt}`).toBe(true);
+        }
+      }
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+/**
+ * Not before the deadline (the deadline is counted from the agent's first snapshot, made just before its
+ * delays were scheduled), and no later than TOLERANCE_MS after it, or after the first moment a process
+ * was up again when none was at the deadline (`from` is when a process said it was ready: it may
+ * fire a delay while it recovers, a little before).
+ */
+function firedOnTime(firedAt: number, deadline: number, uptimes: readonly [number, number][]): boolean {
+  if (firedAt < deadline) return false;
+  // A process killed within moments of the deadline may have fired without committing it: the next one fires it again.
+  const upAtDeadline = uptimes.some(([from, to]) => from <= deadline && deadline + 50 < to);
+  const due = upAtDeadline ? deadline : (uptimes.find(([from]) => from > deadline)?.[0] ?? deadline);
+  return firedAt - due <= TOLERANCE_MS;
+}
