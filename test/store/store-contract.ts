@@ -355,6 +355,28 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       await store.close();
     });
 
+    it('keeps the delays pending after each checkpoint, restores them with the last one, and finds agents by their next deadline', async () => {
+      const store = await open();
+      for (const id of ['soon', 'later', 'none', 'stopped']) await store.createAgent(newAgent(id));
+      const timer = (id: string, at: number) => ({ id, at, event: { type: `xstate.after.${id}` } });
+      await store.commit([
+        checkpoint('soon', 1, { resting: true, timers: [timer('b', 2_000), timer('a', 1_000)] }),
+        checkpoint('later', 1, { resting: true, timers: [timer('c', 5_000)] }),
+        checkpoint('none', 1, { resting: true, timers: [timer('d', 500)] }),
+        checkpoint('stopped', 1, { resting: true, timers: [timer('e', 100)] }),
+      ]);
+      // A later checkpoint without delays clears the deadline; a stopped agent is woken for nothing.
+      await store.commit([checkpoint('none', 2, { resting: true })]);
+      await store.commit([{ kind: 'status', agentId: 'stopped', status: 'stopped', error: null, at: at(3) }]);
+      expect(await store.dueAgents(1_000, 10)).toEqual([{ id: 'soon', wakeAt: 1_000 }]);
+      expect(await store.dueAgents(10_000, 10)).toEqual([{ id: 'soon', wakeAt: 1_000 }, { id: 'later', wakeAt: 5_000 }]);
+      expect(await store.dueAgents(10_000, 1)).toEqual([{ id: 'soon', wakeAt: 1_000 }]);
+      expect((await store.loadRestorable('soon'))?.checkpoint?.timers).toEqual([timer('b', 2_000), timer('a', 1_000)]);
+      expect((await store.loadRestorable('none'))?.checkpoint?.timers).toBeUndefined();
+      expect((await store.loadActiveAgents()).find((a) => a.agent.id === 'later')?.checkpoint?.timers).toEqual([timer('c', 5_000)]);
+      await store.close();
+    });
+
     it('loads one active agent as recovery would, and nothing for others', async () => {
       const store = await open();
       for (const id of ['fresh', 'busy', 'stopped']) await store.createAgent(newAgent(id));
