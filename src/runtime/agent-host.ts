@@ -8,6 +8,7 @@ import type { SnapshotPart } from '../store/snapshot-parts.js';
 import type { ActionWrite, CheckpointBody, EventRecord, PendingTimer, Write } from '../store/store.js';
 import type { WriteOf } from '../store/write-plan.js';
 import { DurableTimers } from './durable-timers.js';
+import { OUTBOX_EVENT, type OutboxEmit } from '../durable/send-to-agent.js';
 import { awaitsCommit, COMMITTED_EVENT } from '../durable/commit-barrier.js';
 import { createDurableActor, type TransitionSink } from './durable-machine.js';
 import type { ActorDeclaration, PersistedSnapshotJson } from '../durable/definition.js';
@@ -34,6 +35,8 @@ export interface CommittedCheckpoint {
   actor?: ActorDeclaration;
   /** Epoch ms of the transition (the commit came after). */
   transitionAt: number;
+  /** The agents its messages went to (`sendToAgent`): their inboxes have them now. */
+  sentTo?: string[];
   state: unknown;
   status: CheckpointBody['status'];
   progress: number;
@@ -71,8 +74,8 @@ export class AgentHost implements TransitionSink {
   private streamedSinceStart = false;
   /** The delays the machine scheduled and that have not fired: kept with each checkpoint (durable-timers.ts). */
   private readonly timers = new DurableTimers((timers) => {
-    if (this.openCheckpoint) this.setTimers(this.openCheckpoint, timers);
-    else if (this.unchangedBy) this.checkpointDelays(this.unchangedBy);
+    const write = this.currentCheckpoint();
+    if (write) this.setTimers(write, timers);
   });
   /** The event of the macrostep that left the snapshot as it was, while its deferred effects run. */
   private unchangedBy: AnyEventObject | undefined;
@@ -111,6 +114,7 @@ export class AgentHost implements TransitionSink {
         : { id: agentId, input: from.input as never, ...options },
     );
     this.timers.attach(this.actor);
+    this.actor.on(OUTBOX_EVENT, (message) => this.sendToAgent(message as unknown as OutboxEmit));
   }
 
   /** Starts the actor unless restoring put it in error; returns that error. */
@@ -223,6 +227,7 @@ export class AgentHost implements TransitionSink {
         this.lastCommitted = { seq, state: next.value, status, progress, context: next.context, at };
         this.owner.committed(this, {
           seq, eventType: event.type, action, actor: logged?.actor, transitionAt, state: next.value, status, progress, context: next.context, at,
+          ...(write.outbox ? { sentTo: write.outbox.map((m) => m.to) } : {}),
         });
         // Only when this is still the newest transition: a later one in the same barrier state
         // releases it once that one is committed, so a barrier is never left on a stale checkpoint.
@@ -283,10 +288,28 @@ export class AgentHost implements TransitionSink {
 
   // --- internals ------------------------------------------------------------------------------
 
-  /** A checkpoint of the same snapshot, for delays scheduled or cancelled by a macrostep that changed nothing else. */
-  private checkpointDelays(event: AnyEventObject): void {
-    const snapshot = this.snapshot();
-    this.onTransition(snapshot, snapshot, event, this.actor.getPersistedSnapshot());
+  /**
+   * The checkpoint the current macrostep's deferred effects belong to. One whose transition left
+   * the snapshot as it was (a transition with only a delayed `raise`, or only a message) gets a
+   * checkpoint of that same snapshot, to carry what they did.
+   */
+  private currentCheckpoint(): WriteOf<'checkpoint'> | undefined {
+    if (!this.openCheckpoint && this.unchangedBy) {
+      const snapshot = this.snapshot();
+      this.onTransition(snapshot, snapshot, this.unchangedBy, this.actor.getPersistedSnapshot());
+    }
+    return this.openCheckpoint;
+  }
+
+  /** `sendToAgent`: the message goes with the checkpoint of the transition that sent it (send-to-agent.ts). */
+  private sendToAgent(message: OutboxEmit): void {
+    const write = this.currentCheckpoint();
+    if (!write) {
+      this.owner.log.warn({ agentId: this.agentId, to: message.to, event: message.event?.type }, 'a message sent outside a transition was dropped');
+      return;
+    }
+    const outbox = (write.outbox ??= []);
+    outbox.push({ to: message.to, event: message.event, key: `${this.agentId}:${write.seq}:${outbox.length}` });
   }
 
   private setTimers(write: WriteOf<'checkpoint'>, timers: PendingTimer[]): void {

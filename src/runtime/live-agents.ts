@@ -193,9 +193,24 @@ export class LiveAgents implements HostOwner {
       actor: checkpoint.actor,
       at: checkpoint.transitionAt,
     });
+    if (checkpoint.sentTo) for (const to of new Set(checkpoint.sentTo)) void this.deliverInbox(to);
     if (checkpoint.status !== 'active') this.forget(host);
     else if (this.options.passivateAfterMs !== undefined && host.isResting()) this.schedulePassivation(host);
     this.options.watchers.publish(host.agentId, () => liveView(host)!, checkpoint.seq);
+  }
+
+  /**
+   * Events another agent here sent (`sendToAgent`) were committed to this one's inbox: a live agent
+   * reads what it has not seen, one not in memory is woken (on a shared store, only if no other live
+   * process holds it: that one hears of the events and reads them itself).
+   */
+  private async deliverInbox(agentId: string): Promise<void> {
+    try {
+      const host = this.hosts.get(agentId) ?? (await this.wake(agentId));
+      if (host) host.offer(await this.options.store.eventsAfter(agentId, host.inboxPosition));
+    } catch (err) {
+      this.log.warn({ agentId, err }, 'could not hand messages to their agent; recovery or its next event will');
+    }
   }
 
   /** The failure policy: let go of an agent run elsewhere, mark one that threw, reload one whose commit failed. */

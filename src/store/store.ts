@@ -75,6 +75,14 @@ export interface PendingTimer {
   to?: string;
 }
 
+/** An event one agent's transition sends to another's inbox (`sendToAgent`). */
+export interface OutboxMessage {
+  to: string;
+  event: InboxEvent;
+  /** Its idempotency key in the recipient's inbox: `<sender>:<checkpoint seq>:<n>`, the same if the transition runs again. */
+  key: string;
+}
+
 /** What a checkpoint row holds besides its keys. */
 export interface CheckpointBody {
   machineVersion: string;
@@ -126,6 +134,8 @@ export type Write =
       baseSeq?: number;
       /** Parts the snapshot or the actions refer to that the store may not hold yet (kept once per agent and hash). */
       parts?: readonly SnapshotPart[];
+      /** Events the transition sent to other agents: appended to their inboxes in the same transaction. */
+      outbox?: OutboxMessage[];
     } & CheckpointBody)
   /** An inbox event the machine ignored: consumed, but no new checkpoint. */
   | { kind: 'consume'; agentId: string; inboxPosition: number; at: string }

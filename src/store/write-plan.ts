@@ -200,6 +200,8 @@ class WritePlanner {
     agent.changed = true;
     this.plan.checkpoints.push({ write: w, state });
     if (this.input.announce) this.newest.set(w.agentId, w.seq);
+    // Its messages, into their recipients' inboxes in this transaction; one for an agent that is gone is dropped.
+    for (const m of w.outbox ?? []) this.event({ kind: 'event', agentId: m.to, event: m.event, idempotencyKey: m.key, at: w.createdAt });
     return undefined;
   }
 

@@ -1,9 +1,10 @@
-// Durable delays under SIGKILL: real worker processes (delays-worker.ts) on one SQLite file, each
-// killed at a random moment (seeded) and replaced, while 40 agents wait 0.3–4 s on a delayed
-// `raise` and an `after`; some are cancelled first. Afterwards, read from the file: every delay
-// fired exactly once, never before its deadline and at most TOLERANCE_MS after it (or after the
-// moment a process was up again, when none was at the deadline), and no `after` fired into the
-// state that cancelled it.
+// Durable delays and messages under SIGKILL: real worker processes (delays-worker.ts) on one SQLite
+// file, each killed at a random moment (seeded) and replaced, while 40 agents wait 0.3–4 s on a
+// delayed `raise` and an `after` (some are cancelled first), and pingers send messages to counters
+// (`sendToAgent`). Afterwards, read from the file: every delay fired exactly once, never before its
+// deadline and at most TOLERANCE_MS after it (or after the moment a process was up again, when none
+// was at the deadline), no `after` fired into the state that cancelled it, and every message that a
+// pinger's acknowledged event sent is in its counter once.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -14,13 +15,16 @@ import { ROOT } from '../helpers/server-process.js';
 import { tempDbFile } from '../helpers/temp.js';
 import { seededRandom, sleep } from './crash-harness.js';
 import type { SleeperContext } from './delays-machine.js';
-import type { DelaysCommand } from './delays-worker.js';
+import type { WorkerCommand } from './delays-worker.js';
 
 const WORKER = path.join(import.meta.dirname, 'delays-worker.ts');
 const SEED = 20261202;
 const AGENTS = 40;
 /** How late a delay may fire after its deadline (or after a process came back up): a loaded 2-core machine. */
 const TOLERANCE_MS = 400;
+
+/** A command before it is numbered (an Omit for each member of the union). */
+type WithoutN<C> = C extends unknown ? Omit<C, 'n'> : never;
 
 interface RunningWorker {
   child: ChildProcess;
@@ -50,12 +54,12 @@ function startWorker(db: string): RunningWorker {
   return worker;
 }
 
-function send(worker: RunningWorker, command: DelaysCommand): void {
+function send(worker: RunningWorker, command: WorkerCommand): void {
   worker.child.stdin!.write(`${JSON.stringify(command)}\n`);
 }
 
 describe('durable delays under SIGKILL (real processes)', () => {
-  it(`fire once each, at their deadline (within ${TOLERANCE_MS} ms), none into a state that cancelled it (seed ${SEED})`, { timeout: 120_000 }, async () => {
+  it(`delays fire once each, at their deadline (within ${TOLERANCE_MS} ms), none into a state that cancelled it; messages arrive once (seed ${SEED})`, { timeout: 120_000 }, async () => {
     const random = seededRandom(SEED);
     const db = tempDbFile();
     /** When some process was up and running agents: [ready, killed). */
@@ -64,28 +68,55 @@ describe('durable delays under SIGKILL (real processes)', () => {
     let upSince = await worker.ready;
 
     const plan = Array.from({ length: AGENTS }, (_, i) => ({ id: `s${i}`, ms: random.int(300, 4_000), cancel: i % 5 === 0 }));
+    // Commands are sent again to each new process until acknowledged (each event under its own key), as a client would.
+    const unacked = new Map<number, WorkerCommand>();
     let n = 0;
-    for (const agent of plan) send(worker, { n: ++n, op: 'spawn', id: agent.id, ms: agent.ms });
-    for (const agent of plan.filter((a) => a.cancel)) send(worker, { n: ++n, op: 'cancel', id: agent.id });
+    const command = (c: WithoutN<WorkerCommand>) => {
+      const full = { ...c, n: ++n } as WorkerCommand;
+      unacked.set(full.n, full);
+      send(worker, full);
+    };
+    const settle = () => {
+      for (const acked of worker.acks) unacked.delete(acked);
+    };
+    for (const agent of plan) command({ op: 'spawn', machine: 'sleeper', id: agent.id, input: { ms: agent.ms } });
+    for (const agent of plan.filter((a) => a.cancel)) command({ op: 'send', id: agent.id, event: { type: 'cancel' }, key: `cancel-${agent.id}` });
+    for (let i = 0; i < 4; i++) {
+      command({ op: 'spawn', machine: 'counter', id: `c${i}`, input: {} });
+      command({ op: 'spawn', machine: 'pinger', id: `p${i}`, input: {} });
+    }
     // Every command acknowledged before the first kill: what is acknowledged is committed.
     while (worker.acks.size < n) await sleep(20);
+    settle();
 
-    // Kills at random moments while the delays are due, each followed by a new process on the file.
-    const endOfDelays = Date.now() + 4_500;
-    while (Date.now() < endOfDelays) {
-      await sleep(random.int(150, 900));
+    // Five kills at random moments while the delays come due and pings go out, each followed by a new process on the file.
+    const pings: { from: string; to: string; n: number }[] = [];
+    for (let kill = 0; kill < 5; kill++) {
+      const aliveFor = random.int(150, 900);
+      const until = Date.now() + aliveFor;
+      while (Date.now() < until) {
+        const ping = { from: `p${random.int(0, 3)}`, to: `c${random.int(0, 3)}`, n: pings.length };
+        pings.push(ping);
+        command({ op: 'send', id: ping.from, event: { type: 'ping', to: ping.to, n: ping.n }, key: `ping-${ping.n}` });
+        await sleep(random.int(5, 60));
+      }
+      settle();
       worker.child.kill('SIGKILL');
       await worker.exited;
+      settle();
       uptimes.push([upSince, Date.now()]);
       await sleep(random.int(0, 400));
       worker = startWorker(db);
       upSince = await worker.ready;
+      for (const c of unacked.values()) send(worker, c);
     }
+    while ([...unacked.keys()].some((k) => !worker.acks.has(k))) await sleep(20);
     await sleep(1_500);
     worker.child.kill('SIGKILL');
     await worker.exited;
     uptimes.push([upSince, Date.now()]);
     expect(uptimes.length).toBeGreaterThan(3);
+    expect(pings.length).toBeGreaterThan(30);
 
     const store = await openSqliteStore(db);
     try {
@@ -105,6 +136,14 @@ describe('durable delays under SIGKILL (real processes)', () => {
           expect(state, agent.id).toBe('woke');
           expect(firedOnTime(context.afterAt!, context.startedAt + agent.ms + 200, uptimes), `${agent.id}: after at ${context.afterAt}`).toBe(true);
         }
+      }
+      // Each acknowledged ping's message is in its counter, once (the counters ran them all: no inbox left).
+      for (let i = 0; i < 4; i++) {
+        const restorable = (await store.loadRestorable(`c${i}`))!;
+        const context = contextOf({ snapshot: restorable.checkpoint!.snapshot }) as { got: string[] };
+        const expected = pings.filter((p) => p.to === `c${i}`).map((p) => `${p.from}#${p.n}`);
+        expect([...context.got].sort(), `c${i}`).toEqual([...expected].sort());
+        expect(restorable.agent.inboxPosition, `c${i}: every message consumed`).toBe(restorable.agent.eventSeq);
       }
     } finally {
       await store.close();
