@@ -9,6 +9,8 @@ export { currentAgent, type DurableAgentHandle } from './durable/current-agent.j
 export type { ActorDeclaration, ActorKind, MachineDefinition, MachineRetention, PersistedSnapshotJson, SnapshotUpgrade } from './durable/definition.js';
 export { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from './durable/commit-barrier.js';
 export { sleepUntil } from './durable/sleep-until.js';
+export { sendToAgent, type AgentMessage, type SendArgs } from './durable/send-to-agent.js';
+export { lintDefinition, lintMachine, LINT_CODES, type LintCode, type LintFinding, type LintSeverity } from './durable/lint.js';
 export { agentDefinition, AGENT_ACTORS, type AgentDependencies } from './agents/reference/definition.js';
 export { tool, type CodeTool, type ToolCallContext } from './agents/reference/tools.js';
 export { parseOutboundPolicy, type OutboundPolicy } from './core/outbound.js';

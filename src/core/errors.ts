@@ -76,6 +76,25 @@ export class OutboundNotAllowedError extends AgentsError {
   }
 }
 
+/**
+ * A machine the durability linter finds errors in (docs/machines.md, "The durability linter"):
+ * refused at registration, so `createRuntime` refuses it, rather than checkpointing agents it could
+ * not restore correctly. The message lists each error with its state path.
+ */
+export class MachineNotDurableError extends AgentsError {
+  readonly code = 'machine_not_durable';
+  constructor(
+    readonly machine: string,
+    readonly errors: readonly { path: string; code: string; message: string }[],
+  ) {
+    const count = errors.length === 1 ? '1 error' : `${errors.length} errors`;
+    super(
+      `Machine "${truncate(machine, 128)}" is refused: the runtime cannot make it durable (${count}; errors cannot be ignored).\n` +
+        errors.map((e) => `  ${e.path}  ${e.code}: ${e.message}`).join('\n'),
+    );
+  }
+}
+
 /** The store holds data written by a newer version of this program: refuse rather than guess. */
 export class SchemaTooNewError extends AgentsError {
   readonly code = 'schema_too_new';

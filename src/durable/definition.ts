@@ -1,5 +1,6 @@
 import type { AnyStateMachine } from 'xstate';
 import type { z } from 'zod';
+import type { LintWarningCode } from './lint.js';
 
 /** A statechart the runtime can run, as registered by the user. */
 export interface MachineDefinition {
@@ -33,6 +34,11 @@ export interface MachineDefinition {
   refuse?: Readonly<Record<string, EventRefusal>>;
   /** This machine's agents' retention, instead of the runtime's (`RuntimeOptions.retention`) for what it sets. */
   retention?: MachineRetention;
+  /**
+   * The durability linter's warnings this machine accepts, by code (they are then neither logged nor
+   * printed by `durable-agents lint`). Errors cannot be ignored: they refuse the machine.
+   */
+  lint?: { ignore?: readonly LintWarningCode[] };
 }
 
 /** How much of an agent's history to keep: a checkpoint either set rule keeps is kept, and always the last. */

@@ -1,8 +1,9 @@
 import type { AnyMachineSnapshot, AnyStateMachine, StateNode } from 'xstate';
 import type { z } from 'zod';
-import { InvalidEventError, InvalidInputError } from '../core/errors.js';
+import { InvalidEventError, InvalidInputError, MachineNotDurableError } from '../core/errors.js';
 import { describeIssues } from '../core/validation-issues.js';
 import type { ActorDeclaration, MachineDefinition, SnapshotUpgrade, MachineRetention } from '../durable/definition.js';
+import { lintDefinition, type LintFinding } from '../durable/lint.js';
 import type { InboxEvent } from '../store/store.js';
 import { makeDurable } from './durable-machine.js';
 
@@ -26,12 +27,18 @@ export interface RegisteredMachine {
   /** What each invoked actor is, by src; an actor not declared is a `call`. */
   actors: ReadonlyMap<string, ActorDeclaration>;
   refuse: MachineDefinition['refuse'];
+  /** The durability linter's warnings (those the definition does not ignore): the runtime logs them. */
+  lintWarnings: readonly LintFinding[];
 }
 
 const PLAIN_CALL: ActorDeclaration = { kind: 'call' };
 
+/** The definition as the runtime keeps it; MachineNotDurableError if the durability linter finds an error in its machine. */
 export function registerMachine(def: MachineDefinition): RegisteredMachine {
   const version = def.version ?? def.machine.version ?? '1';
+  const findings = lintDefinition(def);
+  const errors = findings.filter((f) => f.severity === 'error');
+  if (errors.length > 0) throw new MachineNotDurableError(def.name, errors);
   return {
     name: def.name,
     version,
@@ -45,6 +52,7 @@ export function registerMachine(def: MachineDefinition): RegisteredMachine {
     events: def.events ?? {},
     actors: new Map(Object.entries(def.actors ?? {})),
     refuse: def.refuse,
+    lintWarnings: findings.filter((f) => f.severity === 'warning'),
   };
 }
 

@@ -101,6 +101,7 @@ export class Runtime {
     this.log = options.logger ?? silentLogger;
     this.observer = options.observer ?? {};
     this.machines = new Map(options.machines.map((def) => [def.name, registerMachine(def)]));
+    for (const m of this.machines.values()) for (const w of m.lintWarnings) this.log.warn({ machine: m.name, path: w.path, code: w.code }, w.message);
     this.committer = new GroupCommitter(store);
     this.committer.onBatch = (size, ms) => this.observe('batchCommitted', { size, ms });
     this.watchers = new Watchers(store, this.log);

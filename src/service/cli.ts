@@ -40,7 +40,7 @@ async function close(s: Service): Promise<never> {
 
 async function run(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
-  if (command === '--help' || command === '-h' || command === 'help' || (command !== 'paths' && (rest.includes('--help') || rest.includes('-h')))) {
+  if (command === '--help' || command === '-h' || command === 'help' || (command !== 'paths' && command !== 'lint' && (rest.includes('--help') || rest.includes('-h')))) {
     console.log(await usage());
     return;
   }
@@ -48,6 +48,11 @@ async function run(argv: string[]): Promise<void> {
     const { runPathsCommand } = await import('./commands/paths.js');
     // exitCode, not exit(): a large listing piped elsewhere must not be cut off.
     process.exitCode = await runPathsCommand(rest, (line) => console.log(line));
+    return;
+  }
+  if (command === 'lint') {
+    const { runLintCommand } = await import('./commands/lint.js');
+    process.exitCode = await runLintCommand(rest, (line) => console.log(line));
     return;
   }
   if (command !== 'serve') {

@@ -8,12 +8,13 @@ export function usage(): string {
   return [
     'Usage: durable-agents serve [flags]',
     '       durable-agents paths <machine> [--format text|json] [--depth N]',
+    '       durable-agents lint <machine> [--format text|json]',
     '',
     'serve flags, each with the environment variable it reads when the flag is not given:',
     ...rows.map(([flag, env, help]) => `  ${flag.padEnd(flagWidth)}  ${env.padEnd(envWidth)}  ${help}`),
     '',
     "The inspector's page embeds Stately's web app: the browser needs internet access.",
-    '`durable-agents paths --help` tells about paths.',
+    '`durable-agents paths --help` tells about paths, `durable-agents lint --help` about lint.',
   ].join('\n');
 }
 

@@ -78,7 +78,10 @@ export const digestMachine = setup({
     drafted: { tags: [AWAIT_COMMIT_TAG], on: { [COMMITTED_EVENT]: 'waiting' } },
     waiting: {
       // Not `after`: XState does not restore delayed transitions, but it restarts an invoked timer.
-      invoke: { id: 'wait', src: 'sleepUntil', input: ({ context }) => ({ at: context.sendAt ?? 0 }), onDone: 'delivering' },
+      invoke: {
+        id: 'wait', src: 'sleepUntil', input: ({ context }) => ({ at: context.sendAt ?? 0 }), onDone: 'delivering',
+        onError: { target: 'failed', actions: assign({ error: ({ event }) => messageOf(event.error) }) },
+      },
       on: { cancel: 'cancelled' },
     },
     delivering: {
