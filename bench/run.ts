@@ -66,7 +66,7 @@ const WORKLOADS: Record<string, { what: string; goal: string; steps: Step[] }> =
     ],
   },
   stream: {
-    what: '100 LLM streams (child fake server, 1 token / 2 ms each) relayed by GET /agents/:id/stream to 100 SSE clients vs the same clients reading the fake directly; then the fake as fast as it can',
+    what: '100 LLM streams (fake OpenAI server in a child, 300 tokens at 1 per 20 ms each) relayed by GET /agents/:id/stream to 100 SSE clients (another child) vs the same clients reading the fake directly, and vs a bare node:http relay; then the fake as fast as it can',
     goal: 'addedP99Ms ≤ 2; tokensPerSec ≥ 100,000; rssMb bounded',
     steps: [{ script: 'stream.ts', gc: true }],
   },
