@@ -14,6 +14,7 @@ import { agentDefinition } from '../agents/reference/definition.js';
 import type { RetentionPolicy } from '../runtime/pruner.js';
 import { createRuntime, type Runtime } from '../runtime/runtime.js';
 import { createServer } from '../http/app.js';
+import { setMaxListeners } from 'node:events';
 
 export interface Service {
   runtime: Runtime;
@@ -62,6 +63,8 @@ export async function main(
     ],
   });
   const shutdown = new AbortController();
+  // Every open stream listens for the shutdown: Node's default of 10 listeners would warn past 10 streams.
+  setMaxListeners(0, shutdown.signal);
   const app = createServer({ runtime, token: config.server.token, logger: log, shutdown: shutdown.signal, metrics: observability.metrics });
   let listening: { server: ServerType; url: string };
   try {
