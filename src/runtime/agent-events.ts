@@ -179,9 +179,12 @@ export class AgentEventFeed {
       followed = { seq: call.seq, turn: call.turn, attempt: call.attempt, next: 0 };
     }
     this.position = { ...this.position, call: followed };
+    if (followed.next >= call.deltas.length) return;
+    // The id of each token differs only in its last number: the rest is made once per batch of deltas.
+    const prefix = `${this.position.checkpoint}.${call.seq}.${call.turn}.${call.attempt}.`;
     for (let index = followed.next; index < call.deltas.length; index++) {
       followed.next = index + 1;
-      this.send({ event: 'token', id: formatPosition(this.position), data: { seq: call.seq, turn: call.turn, delta: call.deltas[index]!, index } });
+      this.send({ event: 'token', id: prefix + (index + 1), data: { seq: call.seq, turn: call.turn, delta: call.deltas[index]!, index } });
     }
   }
 

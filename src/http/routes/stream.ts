@@ -194,6 +194,11 @@ function nodeSink(res: ServerResponse): EventSink {
 }
 
 function formatEvent(event: AgentEvent): string {
+  if (event.event === 'token') {
+    // The hot path (one per token): the same JSON as JSON.stringify(event.data), built by hand.
+    const { seq, turn, delta, index } = event.data;
+    return `event: token\nid: ${event.id}\ndata: {"seq":${seq},"turn":${turn},"delta":${JSON.stringify(delta)},"index":${index}}\n\n`;
+  }
   const data = event.event === 'snapshot' ? JSON.stringify(event.view) : JSON.stringify(event.data);
   return `event: ${event.event}\nid: ${event.id}\ndata: ${data}\n\n`;
 }
