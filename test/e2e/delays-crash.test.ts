@@ -10,6 +10,8 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { freshSchema, postgresUrl } from '../helpers/postgres.js';
 import { contextOf } from '../../src/runtime/restore.js';
 import { ROOT } from '../helpers/server-process.js';
 import { tempDbFile } from '../helpers/temp.js';
@@ -38,8 +40,10 @@ afterEach(() => {
   for (const w of workers.splice(0)) w.child.kill('SIGKILL');
 });
 
-function startWorker(db: string): RunningWorker {
-  const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', WORKER, '--db', db], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
+/** `db`: a SQLite file, or `['--postgres', url#schema, …]`. */
+function startWorker(db: string | string[]): RunningWorker {
+  const store = typeof db === 'string' ? ['--db', db] : db;
+  const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', WORKER, ...store], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
   const acks = new Set<number>();
   let readyAt!: (at: number) => void;
   const ready = new Promise<number>((resolve) => (readyAt = resolve));
@@ -144,6 +148,48 @@ describe('durable delays under SIGKILL (real processes)', () => {
         const expected = pings.filter((p) => p.to === `c${i}`).map((p) => `${p.from}#${p.n}`);
         expect([...context.got].sort(), `c${i}`).toEqual([...expected].sort());
         expect(restorable.agent.inboxPosition, `c${i}: every message consumed`).toBe(restorable.agent.eventSeq);
+      }
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+
+describe('durable delays when another process takes over (Postgres, real processes)', () => {
+  it('the adopter schedules the dead owner\'s delays again: each fires once, not before its deadline, within the lease after it', { timeout: 90_000 }, async () => {
+    const LEASE_MS = 1_000;
+    const schema = freshSchema();
+    const args = ['--postgres', `${postgresUrl}#${schema}`, '--lease-ms', String(LEASE_MS)];
+    const owner = startWorker(args);
+    await owner.ready;
+    const heir = startWorker(args);
+    await heir.ready;
+    const random = seededRandom(SEED + 1);
+    const plan = Array.from({ length: 12 }, (_, i) => ({ id: `t${i}`, ms: random.int(200, 2_500) }));
+    plan.forEach((agent, i) => send(owner, { n: i + 1, op: 'spawn', machine: 'sleeper', id: agent.id, input: { ms: agent.ms } }));
+    while (owner.acks.size < plan.length) await sleep(20);
+    // The owner dies with every delay pending; the heir takes its agents once its lease has run out.
+    await sleep(100);
+    owner.child.kill('SIGKILL');
+    const killedAt = Date.now();
+    await owner.exited;
+    await sleep(plan.reduce((max, a) => Math.max(max, a.ms), 0) + 200 + LEASE_MS * 3 + 1_000);
+    heir.child.kill('SIGKILL');
+    await heir.exited;
+
+    const store = await openPostgresStore(postgresUrl, { schema });
+    try {
+      for (const agent of plan) {
+        const checkpoint = (await store.loadRestorable(agent.id))?.checkpoint;
+        const context = contextOf({ snapshot: checkpoint!.snapshot }) as SleeperContext;
+        expect(checkpoint!.timers, agent.id).toBeUndefined();
+        expect(context.ticks, `${agent.id}: ticks`).toBe(1);
+        for (const [firedAt, deadline] of [[context.tickAt!, context.startedAt + agent.ms], [context.afterAt!, context.startedAt + agent.ms + 200]] as const) {
+          expect(firedAt, agent.id).toBeGreaterThanOrEqual(deadline);
+          // At its deadline, or once the heir could take the agent: the lease after the kill, and one more renewal.
+          expect(firedAt - Math.max(deadline, killedAt + LEASE_MS), agent.id).toBeLessThanOrEqual(LEASE_MS + TOLERANCE_MS);
+        }
       }
     } finally {
       await store.close();
