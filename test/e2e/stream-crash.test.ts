@@ -2,9 +2,8 @@
 // real EventSource client, a new process on the same SQLite file and port; the client reconnects by
 // itself (Last-Event-ID) and is told that the text it had is void (`restart`) before the new answer.
 import { EventSource } from 'eventsource';
-import net from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { tempDbFile } from '../helpers/temp.js';
+import { freePort, tempDbFile } from '../helpers/temp.js';
 import { AUTH, killAllServers, startServer, waitForAgent } from '../helpers/server-process.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 
@@ -19,15 +18,6 @@ afterEach(async () => {
 });
 
 const ANSWER = 'One two three four five six seven eight nine ten.';
-
-/** A port free now, for a server that must come back on the same address. */
-async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 describe('a stream across a SIGKILL of the server', () => {
   it('restart, then the answer the new process got, whole: the text after the restart is the committed answer', { timeout: 90_000 }, async () => {

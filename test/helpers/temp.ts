@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -9,4 +10,13 @@ export function tempDir(prefix = 'da-'): string {
 
 export function tempDbFile(): string {
   return path.join(tempDir(), 'agents.db');
+}
+
+/** A TCP port free on 127.0.0.1 now, for a server that must listen (or come back) on a known address. */
+export async function freePort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
 }

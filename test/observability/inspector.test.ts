@@ -14,7 +14,7 @@ import { agentDefinition } from '../../src/agents/reference/definition.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { captureLogs } from '../helpers/logs.js';
 import { isIdleWithProgress, runtimesClosedAfterEach, waitForView } from '../helpers/runtime.js';
-import { tempDbFile } from '../helpers/temp.js';
+import { freePort, tempDbFile } from '../helpers/temp.js';
 
 /** What the receiver gets, read loosely: Stately's event types are unions over every actor kind. */
 interface Received {
@@ -53,14 +53,6 @@ afterEach(async () => {
 // Registered after the hook above, so it runs before it (vitest runs after-hooks as a stack): the
 // runtimes are closed before the inspector they report to.
 const startRuntime = runtimesClosedAfterEach();
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 async function runtimeWith(inspect: (event: InspectionEvent) => void, file = tempDbFile()): Promise<Runtime> {
   const { runtime } = await startRuntime({ file, machines: [agentDefinition({ llm: createSimulatedLlm() }), vaultDefinition], inspect });
