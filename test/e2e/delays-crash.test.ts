@@ -22,8 +22,11 @@ import type { WorkerCommand } from './delays-worker.js';
 const WORKER = path.join(import.meta.dirname, 'delays-worker.ts');
 const SEED = 20261202;
 const AGENTS = 40;
-/** How late a delay may fire after its deadline (or after a process came back up): a loaded 2-core machine. */
-const TOLERANCE_MS = 400;
+/**
+ * How late a delay may fire after its deadline (or after a process came back up): a 2-core machine
+ * running the whole suite beside this test (one CI run saw more than 400 ms).
+ */
+const TOLERANCE_MS = 1_000;
 
 /** A command before it is numbered (an Omit for each member of the union). */
 type WithoutN<C> = C extends unknown ? Omit<C, 'n'> : never;
@@ -132,13 +135,13 @@ describe('durable delays under SIGKILL (real processes)', () => {
         // Nothing pending any more: every delay fired (or was cancelled).
         expect(checkpoint.timers, agent.id).toBeUndefined();
         expect(context.ticks, `${agent.id}: ticks`).toBe(1);
-        expect(firedOnTime(context.tickAt!, context.startedAt + agent.ms, uptimes), `${agent.id}: tick at ${context.tickAt}`).toBe(true);
+        expect(firedOnTime(context.tickAt!, context.startedAt + agent.ms, uptimes), timing(agent.id, 'tick', context.tickAt!, context.startedAt + agent.ms, uptimes)).toBe(true);
         if (agent.cancel) {
           expect(state, agent.id).toBe('cancelled');
           expect(context.afterAt, `${agent.id}: an after fired into the state that cancelled it`).toBeNull();
         } else {
           expect(state, agent.id).toBe('woke');
-          expect(firedOnTime(context.afterAt!, context.startedAt + agent.ms + 200, uptimes), `${agent.id}: after at ${context.afterAt}`).toBe(true);
+          expect(firedOnTime(context.afterAt!, context.startedAt + agent.ms + 200, uptimes), timing(agent.id, 'after', context.afterAt!, context.startedAt + agent.ms + 200, uptimes)).toBe(true);
         }
       }
       // Each acknowledged ping's message is in its counter, once (the counters ran them all: no inbox left).
@@ -205,8 +208,15 @@ describe('durable delays when another process takes over (Postgres, real process
  */
 function firedOnTime(firedAt: number, deadline: number, uptimes: readonly [number, number][]): boolean {
   if (firedAt < deadline) return false;
-  // A process killed within moments of the deadline may have fired without committing it: the next one fires it again.
-  const upAtDeadline = uptimes.some(([from, to]) => from <= deadline && deadline + 50 < to);
+  // A process killed soon after the deadline may have fired without committing it (a loaded machine
+  // takes a while to commit): the next one fires it again.
+  const upAtDeadline = uptimes.some(([from, to]) => from <= deadline && deadline + TOLERANCE_MS < to);
   const due = upAtDeadline ? deadline : (uptimes.find(([from]) => from > deadline)?.[0] ?? deadline);
   return firedAt - due <= TOLERANCE_MS;
+}
+
+/** What a failed timing check prints: the fire, its deadline and the processes' uptimes, relative to the deadline. */
+function timing(id: string, what: string, firedAt: number, deadline: number, uptimes: readonly [number, number][]): string {
+  const rel = (t: number) => t - deadline;
+  return `${id}: ${what} fired at deadline${rel(firedAt) >= 0 ? '+' : ''}${rel(firedAt)} ms; processes up (ms from the deadline): ${uptimes.map(([a, b]) => `[${rel(a)}, ${rel(b)})`).join(' ')}`;
 }
