@@ -43,16 +43,29 @@ export class DurableTimers {
    */
   constructor(private readonly changed: (timers: PendingTimer[]) => void) {}
 
-  /** The clock for `createActor`: real timers whose firing first drops the timer from the set. */
+  /**
+   * The clock for `createActor`: real timers whose firing first drops the timer from the set. Node's
+   * timers may fire a millisecond before `Date.now()` reaches their deadline; such a one waits the
+   * rest, so that no delay fires before its deadline by the wall clock it was stored with.
+   */
   readonly clock: Clock = {
     setTimeout: (fn: (...args: unknown[]) => void, ms: number) => {
       const id = this.scheduling;
-      return setTimeout(() => {
+      const at = Date.now() + ms;
+      const handle: { timer?: NodeJS.Timeout } = {};
+      const fire = () => {
+        const left = at - Date.now();
+        if (left > 0) {
+          handle.timer = setTimeout(fire, left);
+          return;
+        }
         if (id !== undefined) this.pending.delete(id);
         fn();
-      }, ms);
+      };
+      handle.timer = setTimeout(fire, ms);
+      return handle;
     },
-    clearTimeout: (handle: unknown) => clearTimeout(handle as NodeJS.Timeout),
+    clearTimeout: (handle: unknown) => clearTimeout((handle as { timer?: NodeJS.Timeout }).timer),
   };
 
   /** Takes over the scheduler of the agent's actor system (`root`: the agent's actor). */
