@@ -6,10 +6,9 @@
  * A client that comes back with that id (`Last-Event-ID`) gets what it missed, in order, and then
  * the live events, with no duplicates, whichever process it reconnects to.
  */
-import type { AgentRecord, Store } from '../store/store.js';
-import { contextOf } from './restore.js';
+import type { Store } from '../store/store.js';
 import type { CallKey, CallTokens, TokenStreams } from './token-streams.js';
-import { toAgentView, type AgentView } from './views.js';
+import { checkpointView, type AgentView } from './views.js';
 
 export type AgentEvent =
   | { event: 'snapshot'; id: string; view: AgentView }
@@ -130,10 +129,7 @@ export class AgentEventFeed {
     for (let seq = after + 1; seq < newest; seq++) {
       const checkpoint = await this.sources.store.getCheckpoint(this.agentId, seq);
       if (!checkpoint) continue; // pruned
-      const view = toAgentView(
-        { ...agent, status: checkpoint.status as AgentRecord['status'] },
-        { ...checkpoint, context: contextOf(checkpoint), updatedAt: checkpoint.createdAt },
-      );
+      const view = checkpointView(agent, checkpoint);
       this.showView(view, seq);
     }
   }

@@ -7,7 +7,7 @@ import type { GroupCommitter } from './committer.js';
 import type { Observe } from './observer.js';
 import type { RegisteredMachine } from './registered-machine.js';
 import { readSnapshot } from './restore.js';
-import { liveView, storedView } from './views.js';
+import { liveView, storedView, type AgentView } from './views.js';
 import type { Watchers } from './watchers.js';
 import type { CallKey, TokenStreams, TokenWriter } from './token-streams.js';
 
@@ -157,14 +157,17 @@ export class LiveAgents implements HostOwner {
 
   /** Shows the agent's current view to its watchers (after a change that was not a transition here). */
   notify(agentId: string): void {
-    this.options.watchers.publishLater(agentId, async () => {
-      const host = this.hosts.get(agentId);
-      const live = host && liveView(host);
-      if (live) return { view: live, seq: host.latest!.seq };
-      const agent = await this.options.store.getAgent(agentId);
-      if (!agent) throw new NotFoundError('agent', agentId);
-      return { view: await storedView(this.options.store, agent), seq: agent.lastSeq };
-    });
+    this.options.watchers.publishLater(agentId, () => this.currentView(agentId));
+  }
+
+  /** The agent's view now (from memory when it is live) and the seq of the checkpoint it shows. */
+  async currentView(agentId: string): Promise<{ view: AgentView; seq: number }> {
+    const host = this.hosts.get(agentId);
+    const live = host && liveView(host);
+    if (live) return { view: live, seq: host.latest!.seq };
+    const agent = await this.options.store.getAgent(agentId);
+    if (!agent) throw new NotFoundError('agent', agentId);
+    return { view: await storedView(this.options.store, agent), seq: agent.lastSeq };
   }
 
   // --- HostOwner --------------------------------------------------------------------------------

@@ -341,13 +341,7 @@ export class Runtime {
     const sources: AgentEventSources = {
       store: this.store,
       tokens: this.tokens,
-      current: async (id) => {
-        const host = this.live.get(id);
-        const live = host && liveView(host);
-        if (live) return { view: live, seq: host.latest!.seq };
-        const agent = await this.agentOrThrow(id);
-        return { view: await storedView(this.store, agent), seq: agent.lastSeq };
-      },
+      current: (id) => this.live.currentView(id),
       watch: (id, listener) => this.watchers.watch(id, listener),
       runsElsewhere: (id) => this.leaseKeeper !== undefined && !this.live.holds(id),
     };

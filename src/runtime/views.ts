@@ -1,4 +1,4 @@
-import type { AgentRecord, AgentStatus, Store } from '../store/store.js';
+import type { AgentRecord, AgentStatus, CheckpointRecord, Store } from '../store/store.js';
 import type { AgentHost } from './agent-host.js';
 import { contextOf } from './restore.js';
 
@@ -50,4 +50,12 @@ export function liveView(host: AgentHost): AgentView | undefined {
 export async function storedView(store: Pick<Store, 'getCheckpoint'>, agent: AgentRecord): Promise<AgentView> {
   const checkpoint = agent.lastSeq > 0 ? await store.getCheckpoint(agent.id, agent.lastSeq) : undefined;
   return toAgentView(agent, checkpoint && { ...checkpoint, context: contextOf(checkpoint), updatedAt: agent.updatedAt });
+}
+
+/** The view an agent had at one of its checkpoints (a stream's past, read from the store). */
+export function checkpointView(agent: AgentRecord, checkpoint: CheckpointRecord): AgentView {
+  return toAgentView(
+    { ...agent, status: checkpoint.status as AgentRecord['status'] },
+    { ...checkpoint, context: contextOf(checkpoint), updatedAt: checkpoint.createdAt },
+  );
 }

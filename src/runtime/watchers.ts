@@ -1,7 +1,6 @@
 import type { Logger } from '../core/logger.js';
-import type { AgentRecord, Store } from '../store/store.js';
-import { contextOf } from './restore.js';
-import { toAgentView, type AgentView } from './views.js';
+import type { Store } from '../store/store.js';
+import { checkpointView, type AgentView } from './views.js';
 
 /** `seq`: the checkpoint the view shows (a status change outside a transition keeps the last one's). */
 export type ViewListener = (view: AgentView, seq: number) => void;
@@ -75,10 +74,7 @@ export class Watchers {
         for (let seq = from; seq <= newest; seq++) {
           const checkpoint = await this.store.getCheckpoint(agentId, seq);
           if (!checkpoint) continue;
-          const view = toAgentView(
-            { ...agent, status: checkpoint.status as AgentRecord['status'] },
-            { ...checkpoint, context: contextOf(checkpoint), updatedAt: checkpoint.createdAt },
-          );
+          const view = checkpointView(agent, checkpoint);
           listeners.forEach((listener) => listener(view, seq));
         }
         current.seen = newest;
