@@ -20,6 +20,7 @@ export interface AgentRow {
   created_at: string;
   updated_at: string;
   pruned_before: number;
+  parent: string | null;
 }
 
 export interface CheckpointRow {
@@ -38,7 +39,7 @@ export interface CheckpointRow {
 }
 
 /** A row of `RESTORABLE` (sql/restorable.ts): the `c_` columns are null when the agent has no checkpoint yet. */
-export type RestorableRow = Pick<AgentRow, 'id' | 'machine' | 'inbox_position' | 'event_seq' | 'created_at'> & {
+export type RestorableRow = Pick<AgentRow, 'id' | 'machine' | 'inbox_position' | 'event_seq' | 'created_at' | 'parent'> & {
   input: string | null; c_seq: number | null; c_machine_version: string; c_event_type: string;
   c_progress: number; c_snapshot: string; c_encoded: number | null; c_base_seq: number | null; c_timers: string | null; c_created_at: string;
 };
@@ -94,6 +95,7 @@ export function toAgent(r: AgentRow): AgentRecord {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     prunedBefore: r.pruned_before ?? 0,
+    parent: r.parent ?? null,
   };
 }
 
@@ -148,6 +150,7 @@ function toRestorable(r: RestorableRow): RestorableAgent {
       inboxPosition: r.inbox_position,
       eventSeq: r.event_seq,
       createdAt: r.created_at,
+      ...(r.parent ? { parent: r.parent } : {}),
       ...(r.c_seq === null ? { input: parseOr(r.input, {}) } : {}),
     },
     checkpoint:

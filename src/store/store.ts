@@ -36,6 +36,8 @@ export interface AgentRecord {
   updatedAt: string;
   /** Checkpoints before this seq were pruned by a retention policy (0: none). */
   prunedBefore: number;
+  /** The agent that spawned this one as its child (null: none). */
+  parent: string | null;
 }
 
 export interface NewAgent {
@@ -46,6 +48,8 @@ export interface NewAgent {
   createdAt: string;
   /** Set when forking: the first checkpoint, committed with the agent row. */
   snapshot?: CheckpointBody;
+  /** Set for a child agent: the agent that spawned it. */
+  parent?: string;
 }
 
 export interface InboxEvent {
@@ -136,6 +140,12 @@ export type Write =
       parts?: readonly SnapshotPart[];
       /** Events the transition sent to other agents: appended to their inboxes in the same transaction. */
       outbox?: OutboxMessage[];
+      /**
+       * Child agents the transition spawned (`parent` set): created in the same transaction, before
+       * the outbox's events (which may be for them); one whose id exists already is left as it is.
+       * On a shared store the committing process owns them.
+       */
+      spawns?: NewAgent[];
     } & CheckpointBody)
   /** An inbox event the machine ignored: consumed, but no new checkpoint. */
   | { kind: 'consume'; agentId: string; inboxPosition: number; at: string }
@@ -206,6 +216,8 @@ export interface HistoryOptions {
 export interface AgentQuery {
   machine?: string;
   status?: AgentStatus;
+  /** Only the children of this agent. */
+  parent?: string;
   limit: number;
   /** Opaque cursor from a previous page (the last id seen). */
   cursor?: string;
@@ -222,6 +234,8 @@ export interface Page<T> {
  */
 export interface RestorableAgent {
   agent: Pick<AgentRecord, 'id' | 'machine' | 'inboxPosition' | 'eventSeq' | 'createdAt'> & {
+    /** A child agent's parent: it reports to it when it ends. Absent: none. */
+    parent?: string | null;
     /** The spawn input, read only for an agent with no checkpoint yet: it starts from it. */
     input?: unknown;
   };

@@ -22,10 +22,14 @@
  * - On a store many processes share, the process that runs the agent is the only one whose
  *   checkpoints, consumes, effects and status writes other than a stop are taken (FencedError).
  *
+ * - A checkpoint's spawns (child agents) are created with it, unless an agent with that id exists
+ *   (then nothing: a transition run again after a crash spawns the same ids); on a shared store
+ *   the committing process owns them. A refused checkpoint spawns nothing.
+ *
  * A refused write changes nothing and fails no other write of the batch.
  */
 import { ConflictError, FencedError, NotFoundError } from '../core/errors.js';
-import type { AgentChange, AgentStatus, Write, WriteResult } from './store.js';
+import type { AgentChange, AgentStatus, NewAgent, Write, WriteResult } from './store.js';
 import { nextDeadline } from './timers.js';
 
 export type WriteOf<K extends Write['kind']> = Extract<Write, { kind: K }>;
@@ -93,6 +97,8 @@ export interface WritePlan {
   effects: WriteOf<'effect'>[];
   /** With `announce`: accepted events and status changes in write order, then each agent's newest checkpoint. */
   changes: AgentChange[];
+  /** Child agents to create (with `parent`), in write order; the stores insert them before anything else. */
+  spawned: NewAgent[];
 }
 
 /** Plays `writes` in order. Throws NotFoundError for a write other than an event that names no agent. */
@@ -132,7 +138,7 @@ class WritePlanner {
   /** Keys of the events accepted in this batch: agent id → key → seq. */
   private readonly acceptedKeys = new Map<string, Map<string, number>>();
   private readonly effectKeys = new Set<string>();
-  private readonly plan: WritePlan = { results: [], agents: [], checkpoints: [], events: [], effects: [], changes: [] };
+  private readonly plan: WritePlan = { results: [], agents: [], checkpoints: [], events: [], effects: [], changes: [], spawned: [] };
   /** Each agent's newest applied checkpoint: one change per agent, not per transition. */
   private readonly newest = new Map<string, number>();
 
@@ -200,9 +206,18 @@ class WritePlanner {
     agent.changed = true;
     this.plan.checkpoints.push({ write: w, state });
     if (this.input.announce) this.newest.set(w.agentId, w.seq);
+    for (const child of w.spawns ?? []) this.spawn(child);
     // Its messages, into their recipients' inboxes in this transaction; one for an agent that is gone is dropped.
     for (const m of w.outbox ?? []) this.event({ kind: 'event', agentId: m.to, event: m.event, idempotencyKey: m.key, at: w.createdAt });
     return undefined;
+  }
+
+  /** A child agent, new unless its id is taken (the spawning transition ran before a crash, or the id is another agent's). */
+  private spawn(child: NewAgent): void {
+    if (this.agent(child.id)) return;
+    const owner = this.input.processId ?? null;
+    this.agents.set(child.id, new AgentState({ id: child.id, status: 'active', eventSeq: 0, inboxPosition: 0, owner }));
+    this.plan.spawned.push(child);
   }
 
   /** The inbox position only moves forward (a consume after a later checkpoint changes nothing). */

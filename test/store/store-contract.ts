@@ -377,6 +377,41 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       await store.close();
     });
 
+    it("creates a checkpoint's child agents in its transaction, once, with their parent, and lists a parent's children", async () => {
+      const store = await open();
+      await store.createAgent(newAgent('parent'));
+      const child = (id: string) => ({ ...newAgent(id, 'worker'), input: { job: id }, parent: 'parent' });
+      // The child takes an event in the same batch that spawns it (an outbox message to it).
+      const [spawned, told] = await store.commit([
+        checkpoint('parent', 1, {
+          spawns: [child('parent:c1'), child('parent:c2')],
+          outbox: [{ to: 'parent:c1', event: { type: 'hello' }, key: 'parent:1:0' }],
+        }),
+        { kind: 'event', agentId: 'parent:c2', event: { type: 'direct' }, idempotencyKey: null, at: at() },
+      ]);
+      expect(spawned).toBeUndefined();
+      expect(told).toEqual({ seq: 1, duplicate: false });
+      expect(await store.getAgent('parent:c1')).toMatchObject({ machine: 'worker', status: 'active', parent: 'parent', lastSeq: 0, eventSeq: 1 });
+      expect(await store.getInput('parent:c2')).toEqual({ job: 'parent:c2' });
+      expect((await store.eventsAfter('parent:c1', 0)).map((e) => e.event)).toEqual([{ type: 'hello' }]);
+      expect((await store.loadRestorable('parent:c2'))?.agent).toMatchObject({ id: 'parent:c2', machine: 'worker', parent: 'parent', input: { job: 'parent:c2' } });
+      expect((await store.getAgent('parent'))?.parent).toBeNull();
+      // Spawning again (the transition re-run after a crash) changes nothing; a taken id is left as it is.
+      await store.createAgent(newAgent('taken'));
+      await store.commit([checkpoint('parent', 2, { spawns: [child('parent:c1'), { ...child('taken'), machine: 'other' }] })]);
+      expect(await store.getAgent('parent:c1')).toMatchObject({ machine: 'worker', eventSeq: 1 });
+      expect(await store.getAgent('taken')).toMatchObject({ machine: 'agent', parent: null });
+      const children = await store.listAgents({ parent: 'parent', limit: 10 });
+      expect(children.items.map((a) => a.id)).toEqual(['parent:c1', 'parent:c2']);
+      expect((await store.listAgents({ parent: 'parent', limit: 1 })).nextCursor).not.toBeNull();
+      // A refused checkpoint (the parent has ended) spawns nothing.
+      await store.commit([{ kind: 'status', agentId: 'parent', status: 'stopped', error: null, at: at() }]);
+      const [refused] = await store.commit([checkpoint('parent', 3, { spawns: [child('parent:c3')] })]);
+      expect(refused).toMatchObject({ refused: expect.any(FencedError) });
+      expect(await store.getAgent('parent:c3')).toBeUndefined();
+      await store.close();
+    });
+
     it('loads one active agent as recovery would, and nothing for others', async () => {
       const store = await open();
       for (const id of ['fresh', 'busy', 'stopped']) await store.createAgent(newAgent(id));

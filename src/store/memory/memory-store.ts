@@ -54,6 +54,10 @@ export class MemoryStore implements Store {
   async createAgent(agent: NewAgent) {
     const existing = this.agents.get(agent.id);
     if (existing) return { agent: rowCopy(existing.record), created: false };
+    return { agent: rowCopy(this.insert(agent)), created: true };
+  }
+
+  private insert(agent: NewAgent): AgentRecord {
     const first = agent.snapshot;
     const record: AgentRecord = {
       id: agent.id,
@@ -69,10 +73,11 @@ export class MemoryStore implements Store {
       createdAt: agent.createdAt,
       updatedAt: agent.createdAt,
       prunedBefore: 0,
+      parent: agent.parent ?? null,
     };
     const checkpoints = first ? [{ ...first, state: copy(first.state), agentId: agent.id, seq: 1, createdAt: agent.createdAt }] : [];
     this.agents.set(agent.id, { pos: this.nextPos++, resting: false, wakeAt: null, record, input: copy(agent.input ?? {}), checkpoints, parts: new Map(), events: [], actions: [] });
-    return { agent: rowCopy(record), created: true };
+    return record;
   }
 
   async getAgent(id: string) {
@@ -91,7 +96,8 @@ export class MemoryStore implements Store {
       (a) =>
         a.pos > after &&
         (query.machine === undefined || a.record.machine === query.machine) &&
-        (query.status === undefined || a.record.status === query.status),
+        (query.status === undefined || a.record.status === query.status) &&
+        (query.parent === undefined || a.record.parent === query.parent),
     );
     const page = matching.slice(0, query.limit);
     const last = page.at(-1);
@@ -128,6 +134,7 @@ export class MemoryStore implements Store {
   }
 
   private write(plan: WritePlan): void {
+    for (const child of plan.spawned) this.insert(child);
     // Each agent's newest checkpoint state, shared with its row: nothing here mutates it, and reads copy it.
     const states = new Map<string, unknown>();
     for (const { write: w, state: text } of plan.checkpoints) {
@@ -293,8 +300,8 @@ export class MemoryStore implements Store {
   private async restorable(data: AgentData): Promise<RestorableAgent> {
     const { record, input, checkpoints } = data;
     const checkpoint = checkpoints.find((c) => c.seq === record.lastSeq);
-    const { id, machine, inboxPosition, eventSeq, createdAt } = record;
-    const agent = { id, machine, inboxPosition, eventSeq, createdAt, ...(checkpoint ? {} : { input: copy(input) }) };
+    const { id, machine, inboxPosition, eventSeq, createdAt, parent } = record;
+    const agent = { id, machine, inboxPosition, eventSeq, createdAt, ...(parent ? { parent } : {}), ...(checkpoint ? {} : { input: copy(input) }) };
     if (!checkpoint) return { agent, checkpoint: undefined };
     const { state: _state, status: _status, format: _format, baseSeq: _baseSeq, ...restorableCheckpoint } = checkpoint;
     const { text, parts } = await this.whole(checkpoint);

@@ -35,8 +35,34 @@ export async function applyWrites(client: pg.ClientBase, writes: readonly Write[
     processId: context.processId,
     announce: true,
   });
+  if (plan.spawned.length > 0) await insertChildren(client, plan, context.processId);
   await writePlan(client, plan, context.channel);
   return plan.results;
+}
+
+/**
+ * The child agents the batch spawns, owned by this process, before the statement that writes the
+ * rest: its CTEs do not see each other's rows, and the rest may update a child's row (an event for it).
+ */
+async function insertChildren(client: pg.ClientBase, plan: WritePlan, owner: string): Promise<void> {
+  const children = plan.spawned;
+  await client.query(
+    prepared(
+      `with created as (
+         insert into agents (id, machine, machine_version, status, progress, last_seq, owner, created_at, updated_at, parent)
+         select id, machine, machine_version, 'active', 0, 0, $7, created_at, created_at, parent
+         from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) as c (id, machine, machine_version, created_at, parent)
+         on conflict (id) do nothing
+         returning id
+       )
+       insert into agent_inputs (agent_id, input)
+       select c.id, c.input from unnest($1::text[], $6::text[]) as c (id, input) join created using (id)`,
+      [
+        children.map((c) => c.id), children.map((c) => c.machine), children.map((c) => c.machineVersion), children.map((c) => c.createdAt),
+        children.map((c) => c.parent ?? null), children.map((c) => JSON.stringify(c.input ?? {})), owner,
+      ],
+    ),
+  );
 }
 
 /**
@@ -46,7 +72,7 @@ export async function applyWrites(client: pg.ClientBase, writes: readonly Write[
  * A row that changed while this waited for its lock is read as committed (`for update` re-reads it).
  */
 async function lockAgents(client: pg.ClientBase, writes: readonly Write[]): Promise<Map<string, AgentRead>> {
-  const ids = [...new Set(writes.map((w) => w.agentId))];
+  const ids = [...new Set(writes.flatMap((w) => (w.kind === 'checkpoint' && w.spawns ? [w.agentId, ...w.spawns.map((s) => s.id)] : [w.agentId])))];
   const { rows } = await client.query<AgentRead>(
     prepared(
       `select id, owner, status, event_seq as "eventSeq", inbox_position as "inboxPosition"

@@ -148,13 +148,14 @@ export class PostgresStore implements Store {
     const first = agent.snapshot;
     const values: unknown[] = [
       agent.id, agent.machine, agent.machineVersion, first?.status ?? 'active', first ? JSON.stringify(first.state) : null,
-      first?.progress ?? 0, first ? 1 : 0, this.leases.processId, agent.createdAt, JSON.stringify(agent.input ?? {}),
+      first?.progress ?? 0, first ? 1 : 0, this.leases.processId, agent.createdAt, JSON.stringify(agent.input ?? {}), agent.parent ?? null,
     ];
     if (first) values.push(first.machineVersion, first.eventType, first.snapshot);
+    // $11 is the parent; a fork's first checkpoint takes $12–$14.
     const { rows: [created] } = await this.pool.query<AgentRow>(
       `with created as (
-         insert into agents (id, machine, machine_version, status, state, progress, last_seq, owner, created_at, updated_at)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+         insert into agents (id, machine, machine_version, status, state, progress, last_seq, owner, created_at, updated_at, parent)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $11)
          on conflict (id) do nothing
          returning *
        ),
@@ -163,7 +164,7 @@ export class PostgresStore implements Store {
          first
            ? `, first_checkpoint as (
                 insert into checkpoints (agent_id, seq, machine_version, event_type, state, status, progress, snapshot, created_at)
-                select id, 1, $11, $12, $5, $4, $6, $13, $9 from created
+                select id, 1, $12, $13, $5, $4, $6, $14, $9 from created
               )`
            : ''
        }

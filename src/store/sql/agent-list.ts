@@ -13,6 +13,7 @@ export function listAgentsQuery(query: AgentQuery, dialect: SqlDialect): SqlQuer
   const where: string[] = [];
   if (query.machine !== undefined) where.push(`a.machine = ${param(query.machine)}`);
   if (query.status !== undefined) where.push(`a.status = ${param(query.status)}`);
+  if (query.parent !== undefined) where.push(`a.parent = ${param(query.parent)}`);
   const after = decodeCursor(query.cursor);
   if (after !== undefined) where.push(`a.pos > ${param(after)}`);
   const filter = where.length > 0 ? `where ${where.join(' and ')}` : '';

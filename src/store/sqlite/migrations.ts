@@ -138,6 +138,16 @@ export const migrations: readonly Migration[] = [
       create index agents_wake on agents (wake_at) where wake_at is not null;
     `,
   },
+  {
+    // Child agents: the agent that spawned this one (null: none). Partial index: a parent's children
+    // are listed for its view and when it is stopped; most agents have no parent.
+    id: 7,
+    name: 'child agents',
+    sql: `
+      alter table agents add column parent text;
+      create index agents_parent on agents (parent) where parent is not null;
+    `,
+  },
 ];
 
 /** Brings the schema up to date, one transaction per migration; refuses a newer schema. */

@@ -88,8 +88,8 @@ export class SqliteStore implements Store {
       agentById: q('select * from agents where id = ?'),
       inputOf: q('select input from agent_inputs where agent_id = ?'),
       insertAgent: q(
-        `insert into agents (id, machine, machine_version, status, state, progress, last_seq, created_at, updated_at)
-         values (@id, @machine, @machineVersion, @status, @state, @progress, @lastSeq, @createdAt, @createdAt)`,
+        `insert into agents (id, machine, machine_version, status, state, progress, last_seq, created_at, updated_at, parent)
+         values (@id, @machine, @machineVersion, @status, @state, @progress, @lastSeq, @createdAt, @createdAt, @parent)`,
       ),
       insertInput: q('insert into agent_inputs (agent_id, input) values (?, ?)'),
       insertCheckpoint: q(
@@ -129,6 +129,7 @@ export class SqliteStore implements Store {
         progress: first?.progress ?? 0,
         lastSeq: first ? 1 : 0,
         createdAt: agent.createdAt,
+        parent: agent.parent ?? null,
       });
       this.sql.insertInput.run(agent.id, JSON.stringify(agent.input ?? {}));
       if (first) {

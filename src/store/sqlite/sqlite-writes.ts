@@ -39,6 +39,11 @@ export class SqliteWrites {
         `insert into checkpoints (agent_id, seq, machine_version, event_type, state, status, progress, snapshot, encoded, base_seq, timers, created_at)
          values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
+      insertChild: q(
+        `insert into agents (id, machine, machine_version, status, progress, last_seq, created_at, updated_at, parent)
+         values (?, ?, ?, 'active', 0, 0, ?, ?, ?)`,
+      ),
+      insertInput: q('insert into agent_inputs (agent_id, input) values (?, ?)'),
       insertAction: q('insert into actions (agent_id, seq, action, payload, result, encoded, created_at) values (?, ?, ?, ?, ?, ?, ?)'),
       // A part the agent already has (written by a checkpoint still in flight, or before a restart) keeps its body (same hash,
       // same body) and takes the newer seq: retention deletes only parts older than the oldest checkpoint it keeps.
@@ -107,6 +112,10 @@ export class SqliteWrites {
   /** Inserts first: a checkpoint seq written twice fails the insert, and the whole transaction with it. */
   private write(plan: WritePlan): void {
     const { sql } = this;
+    for (const child of plan.spawned) {
+      sql.insertChild.run(child.id, child.machine, child.machineVersion, child.createdAt, child.createdAt, child.parent ?? null);
+      sql.insertInput.run(child.id, JSON.stringify(child.input ?? {}));
+    }
     for (const { write: w, state } of plan.checkpoints) {
       if (w.parts) for (const part of w.parts) sql.insertPart.run(w.agentId, part.hash, w.seq, part.body);
       sql.insertCheckpoint.run(
