@@ -7,6 +7,14 @@
 /** What an invoked actor may ask of the agent it runs for (see `currentAgent`). */
 export interface DurableAgentHandle {
   readonly agentId: string;
+  /** The agent that spawned this one as its child; undefined for an agent spawned by a person. */
+  readonly parent: string | undefined;
+  /**
+   * Puts an event into the parent's inbox under `key` (once per key, whatever re-runs), resolving
+   * once it is durable; an ended parent takes none (resolves all the same). For an effect that
+   * reports to the parent, e.g. the reference agent's answer to a task it was spawned for.
+   */
+  reportToParent(event: { type: string; [key: string]: unknown }, key: string): Promise<void>;
   /** The recorded result of an effect already done under this idempotency key. */
   findEffect(idempotencyKey: string): Promise<{ result: unknown } | undefined>;
   /** Records an effect as done; committed before the checkpoint of the transition it causes. */

@@ -5,10 +5,12 @@ import { serializeError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { CheckpointEncoder } from '../store/checkpoint-encoding.js';
 import type { SnapshotPart } from '../store/snapshot-parts.js';
-import type { ActionWrite, CheckpointBody, EventRecord, PendingTimer, Write } from '../store/store.js';
+import type { ActionWrite, CheckpointBody, EventRecord, NewAgent, PendingTimer, Write } from '../store/store.js';
 import type { WriteOf } from '../store/write-plan.js';
 import { DurableTimers } from './durable-timers.js';
 import { OUTBOX_EVENT, type OutboxEmit } from '../durable/send-to-agent.js';
+import { SPAWN_EVENT, type SpawnEmit } from '../durable/spawn-agent.js';
+import { childEventKey, type ChildDoneEvent, type ChildFailedEvent } from '../durable/child-events.js';
 import { awaitsCommit, COMMITTED_EVENT } from '../durable/commit-barrier.js';
 import { createDurableActor, type TransitionSink } from './durable-machine.js';
 import type { ActorDeclaration, PersistedSnapshotJson } from '../durable/definition.js';
@@ -22,6 +24,10 @@ export interface HostOwner {
   committed(host: AgentHost, checkpoint: CommittedCheckpoint): void;
   streamTokens(agentId: string, key: CallKey, resumed: boolean): TokenWriter;
   failed(host: AgentHost, reason: 'commit' | 'actor', err: unknown): void;
+  /** A spawn's child as its row is created, or why it cannot be (no such machine here, a bad id or input). */
+  childOf(spawn: SpawnEmit, parent: string, at: string): NewAgent | { refused: string };
+  /** An event into another agent's inbox, outside any transition (a report to a parent). */
+  sendEvent(agentId: string, event: { type: string; [key: string]: unknown }, idempotencyKey: string): Promise<unknown>;
   readonly log: Logger;
   /** XState's inspection observer for every agent actor (and the actors it invokes). */
   readonly inspect?: ((event: InspectionEvent) => void) | undefined;
@@ -37,6 +43,8 @@ export interface CommittedCheckpoint {
   transitionAt: number;
   /** The agents its messages went to (`sendToAgent`): their inboxes have them now. */
   sentTo?: string[];
+  /** The child agents it spawned: their rows exist now. */
+  spawned?: string[];
   state: unknown;
   status: CheckpointBody['status'];
   progress: number;
@@ -93,6 +101,8 @@ export class AgentHost implements TransitionSink {
     private readonly owner: HostOwner,
     from: StartPoint,
     inboxPosition: number,
+    /** The agent that spawned this one (child agents report to it when they end). */
+    readonly parent: string | undefined = undefined,
   ) {
     this.seq = from.kind === 'restore' ? from.seq : 0;
     this.restored = from.kind === 'restore';
@@ -115,6 +125,7 @@ export class AgentHost implements TransitionSink {
     );
     this.timers.attach(this.actor);
     this.actor.on(OUTBOX_EVENT, (message) => this.sendToAgent(message as unknown as OutboxEmit));
+    this.actor.on(SPAWN_EVENT, (spawn) => this.spawnChild(spawn as unknown as SpawnEmit));
   }
 
   /** Starts the actor unless restoring put it in error; returns that error. */
@@ -216,6 +227,7 @@ export class AgentHost implements TransitionSink {
       actions: action ? [action] : [],
     };
     if (this.timers.size > 0) write.timers = this.timers.list();
+    if (status !== 'active' && this.parent !== undefined) this.reportEnd(write, next);
     // Its deferred effects (run right after this returns, before the write is flushed) may still change the delays.
     this.openCheckpoint = write;
     this.unchangedBy = undefined;
@@ -228,6 +240,7 @@ export class AgentHost implements TransitionSink {
         this.owner.committed(this, {
           seq, eventType: event.type, action, actor: logged?.actor, transitionAt, state: next.value, status, progress, context: next.context, at,
           ...(write.outbox ? { sentTo: write.outbox.map((m) => m.to) } : {}),
+          ...(write.spawns ? { spawned: write.spawns.map((s) => s.id) } : {}),
         });
         // Only when this is still the newest transition: a later one in the same barrier state
         // releases it once that one is committed, so a barrier is never left on a stale checkpoint.
@@ -271,6 +284,14 @@ export class AgentHost implements TransitionSink {
     commit.catch((err: unknown) => this.fail('commit', err));
   }
 
+  async reportToParent(event: { type: string; [key: string]: unknown }, key: string): Promise<void> {
+    if (this.parent === undefined) return;
+    // An ended parent takes no event (ConflictError), one that is gone neither: nothing to tell.
+    await this.owner.sendEvent(this.parent, event, key).catch((err: unknown) => {
+      if (!(err instanceof Error && (err.name === 'ConflictError' || err.name === 'NotFoundError'))) throw err;
+    });
+  }
+
   streamTokens(key: CallKey): TokenWriter {
     // The first call after a restore asks again what the previous process may have been streaming.
     const resumed = this.restored && !this.streamedSinceStart;
@@ -310,6 +331,37 @@ export class AgentHost implements TransitionSink {
     }
     const outbox = (write.outbox ??= []);
     outbox.push({ to: message.to, event: message.event, key: `${this.agentId}:${write.seq}:${outbox.length}` });
+  }
+
+  /**
+   * `spawnAgent`: the child is created with the checkpoint of the transition that spawned it
+   * (spawn-agent.ts). One that cannot be (an unknown machine, a bad id or input) is reported to this
+   * agent at once, as the child's failure, in the same checkpoint: a parent waiting for it learns why.
+   */
+  private spawnChild(spawn: SpawnEmit): void {
+    const write = this.currentCheckpoint();
+    if (!write) {
+      this.owner.log.warn({ agentId: this.agentId, child: spawn.id }, 'a spawn outside a transition was dropped');
+      return;
+    }
+    const child = this.owner.childOf(spawn, this.agentId, write.createdAt);
+    if ('refused' in child) {
+      this.owner.log.error({ agentId: this.agentId, child: spawn.id, machine: spawn.machine }, child.refused);
+      const failure: ChildFailedEvent = { type: 'agent.failed', agentId: String(spawn.id), error: { name: 'SpawnRefused', code: 'spawn_refused', message: child.refused } };
+      const outbox = (write.outbox ??= []);
+      outbox.push({ to: this.agentId, event: failure, key: `${this.agentId}:${write.seq}:${outbox.length}` });
+      return;
+    }
+    if (!(write.spawns ??= []).some((s) => s.id === child.id)) write.spawns.push(child);
+  }
+
+  /** A child's end goes to its parent's inbox with the checkpoint that ended it (child-events.ts). */
+  private reportEnd(write: WriteOf<'checkpoint'>, next: AnyMachineSnapshot): void {
+    const event: ChildDoneEvent | ChildFailedEvent =
+      next.status === 'done'
+        ? { type: 'agent.done', agentId: this.agentId, output: next.output ?? null }
+        : { type: 'agent.failed', agentId: this.agentId, error: failureOf(next.error) };
+    (write.outbox ??= []).push({ to: this.parent!, event, key: childEventKey.ended(this.agentId) });
   }
 
   private setTimers(write: WriteOf<'checkpoint'>, timers: PendingTimer[]): void {
@@ -393,6 +445,15 @@ function isEmpty(record: Record<string, unknown>): boolean {
 function progressOf(snapshot: AnyMachineSnapshot): number {
   const progress = (snapshot.context as { progress?: unknown } | undefined)?.progress;
   return typeof progress === 'number' ? progress : 0;
+}
+
+/** What a parent is told of its child's error: plain JSON, no stack. */
+export function failureOf(error: unknown): ChildFailedEvent['error'] {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return { name: error.name, message: error.message, ...(typeof code === 'string' ? { code } : {}) };
+  }
+  return { message: typeof error === 'string' ? error : 'The child agent failed.' };
 }
 
 function toErrorData(error: unknown): unknown {

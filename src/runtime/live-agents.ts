@@ -7,6 +7,11 @@ import type { GroupCommitter } from './committer.js';
 import type { Observe } from './observer.js';
 import type { RegisteredMachine } from './registered-machine.js';
 import { readSnapshot } from './restore.js';
+import { ID_PATTERN } from './ids.js';
+import { validateInput } from './registered-machine.js';
+import { childEventKey, type ChildFailedEvent } from '../durable/child-events.js';
+import type { SpawnEmit } from '../durable/spawn-agent.js';
+import type { NewAgent } from '../store/store.js';
 import { liveView, storedView, type AgentView } from './views.js';
 import type { Watchers } from './watchers.js';
 import type { CallKey, TokenStreams, TokenWriter } from './token-streams.js';
@@ -95,7 +100,7 @@ export class LiveAgents implements HostOwner {
             at: checkpoint.createdAt, parts: checkpoint.parts ?? [], ...(checkpoint.timers ? { timers: checkpoint.timers } : {}),
           }
         : { kind: 'fresh' as const, input: agent.input };
-      host = new AgentHost(agent.id, agent.createdAt, machine, this, from, agent.inboxPosition);
+      host = new AgentHost(agent.id, agent.createdAt, machine, this, from, agent.inboxPosition, agent.parent ?? undefined);
       this.hosts.set(agent.id, host);
       const failure = host.start();
       if (failure) {
@@ -103,7 +108,7 @@ export class LiveAgents implements HostOwner {
         throw failure.error instanceof Error ? failure.error : new Error(String(failure.error));
       }
     } catch (err) {
-      await this.quarantine(agent.id, err);
+      await this.quarantine(agent.id, err, agent.parent ?? undefined);
       return undefined;
     }
     if (agent.eventSeq > agent.inboxPosition) host.offer(await this.options.store.eventsAfter(agent.id, agent.inboxPosition));
@@ -149,9 +154,24 @@ export class LiveAgents implements HostOwner {
     this.unloadAll();
   }
 
-  /** Writes a status outside any transition (stopped, error) and shows it to the agent's watchers. */
-  async writeStatus(agentId: string, status: 'stopped' | 'error', error: SerializedError | null): Promise<void> {
-    await this.options.committer.enqueue({ kind: 'status', agentId, status, error, at: new Date().toISOString() });
+  /**
+   * Writes a status outside any transition (stopped, error) and shows it to the agent's watchers. A
+   * child's parent is told in the same batch (both enqueued in one turn: one transaction).
+   */
+  async writeStatus(agentId: string, status: 'stopped' | 'error', error: SerializedError | null, parent?: string): Promise<void> {
+    const at = new Date().toISOString();
+    const written = this.options.committer.enqueue({ kind: 'status', agentId, status, error, at });
+    if (parent !== undefined) {
+      const failure: ChildFailedEvent = {
+        type: 'agent.failed',
+        agentId,
+        error: status === 'stopped' ? { name: 'Stopped', code: 'stopped', message: 'The child agent was stopped.' } : { name: error?.name ?? 'Error', message: error?.message ?? 'The child agent failed.' },
+      };
+      const told = this.options.committer.enqueue({ kind: 'event', agentId: parent, event: failure, idempotencyKey: childEventKey.ended(agentId), at });
+      // A parent that has ended (or was stopped with it) takes no event: nothing to tell.
+      void told.then(() => this.deliverInbox(parent), () => undefined);
+    }
+    await written;
     this.notify(agentId);
   }
 
@@ -184,6 +204,23 @@ export class LiveAgents implements HostOwner {
     return this.options.store.findEffect(idempotencyKey);
   }
 
+  childOf(spawn: SpawnEmit, parent: string, at: string): NewAgent | { refused: string } {
+    const machine = this.options.machines.get(spawn.machine);
+    if (typeof spawn.id !== 'string' || !ID_PATTERN.test(spawn.id)) return { refused: `spawnAgent: the child id ${JSON.stringify(spawn.id)} is not a valid agent id (${ID_PATTERN}).` };
+    if (!machine) return { refused: `spawnAgent: no machine named "${spawn.machine}" is registered here.` };
+    try {
+      return { id: spawn.id, machine: machine.name, machineVersion: machine.version, input: validateInput(machine, spawn.input ?? {}), createdAt: at, parent };
+    } catch (err) {
+      return { refused: `spawnAgent: the input of child "${spawn.id}" is not valid for "${machine.name}": ${(err as Error).message}` };
+    }
+  }
+
+  async sendEvent(agentId: string, event: { type: string; [key: string]: unknown }, idempotencyKey: string): Promise<unknown> {
+    const result = await this.options.committer.enqueue({ kind: 'event', agentId, event, idempotencyKey, at: new Date().toISOString() });
+    void this.deliverInbox(agentId);
+    return result;
+  }
+
   committed(host: AgentHost, checkpoint: CommittedCheckpoint): void {
     this.options.observe('transitionCommitted', {
       agentId: host.agentId,
@@ -197,6 +234,8 @@ export class LiveAgents implements HostOwner {
       at: checkpoint.transitionAt,
     });
     if (checkpoint.sentTo) for (const to of new Set(checkpoint.sentTo)) void this.deliverInbox(to);
+    // Its new children start here (on a shared store this process owns them); one already live is left as it is.
+    if (checkpoint.spawned) for (const child of checkpoint.spawned) void this.deliverInbox(child);
     if (checkpoint.status !== 'active') this.forget(host);
     else if (this.options.passivateAfterMs !== undefined && host.isResting()) this.schedulePassivation(host);
     this.options.watchers.publish(host.agentId, () => liveView(host)!, checkpoint.seq);
@@ -229,7 +268,7 @@ export class LiveAgents implements HostOwner {
     this.options.observe('agentFailed', { agentId: host.agentId, reason, error: serializeError(err) });
     if (reason === 'actor') {
       this.log.error({ agentId: host.agentId, err }, 'agent crashed inside its statechart; marked error');
-      void this.writeStatus(host.agentId, 'error', serializeError(err)).catch((e: unknown) =>
+      void this.writeStatus(host.agentId, 'error', serializeError(err), host.parent).catch((e: unknown) =>
         this.log.error({ agentId: host.agentId, err: e }, 'could not record the agent error'),
       );
       return;
@@ -275,10 +314,10 @@ export class LiveAgents implements HostOwner {
   }
 
   /** State corruption is its own failure domain: this agent is parked in `error`, the others go on. */
-  private async quarantine(agentId: string, err: unknown): Promise<void> {
+  private async quarantine(agentId: string, err: unknown, parent?: string): Promise<void> {
     const error = new CorruptStateError(agentId, err instanceof Error ? err.message : String(err));
     this.log.error({ agentId, err: error }, 'agent quarantined: its stored state cannot be restored');
     this.options.observe('agentFailed', { agentId, reason: 'corrupt', error: serializeError(error) });
-    await this.writeStatus(agentId, 'error', serializeError(error));
+    await this.writeStatus(agentId, 'error', serializeError(error), parent);
   }
 }

@@ -1,4 +1,5 @@
 import type { AnyMachineSnapshot, AnyStateMachine, StateNode } from 'xstate';
+import { CHILD_EVENT_TYPES } from '../durable/child-events.js';
 import type { z } from 'zod';
 import { InvalidEventError, InvalidInputError, MachineNotDurableError } from '../core/errors.js';
 import { describeIssues } from '../core/validation-issues.js';
@@ -68,7 +69,9 @@ function userEventTypes(machine: AnyStateMachine): string[] {
     for (const child of Object.values(node.states)) visit(child);
   };
   visit(machine.root);
-  return [...types].filter((t) => !t.startsWith('xstate.') && !t.startsWith('runtime.') && t !== '*').sort();
+  // Child agents' reports come from the runtime, never from a user: a request cannot forge one.
+  const runtimeOnly = new Set<string>(CHILD_EVENT_TYPES);
+  return [...types].filter((t) => !t.startsWith('xstate.') && !t.startsWith('runtime.') && !runtimeOnly.has(t) && t !== '*').sort();
 }
 
 /** The event as the machine's schema for its type reads it; InvalidEventError for a type it does not take or a bad payload. */

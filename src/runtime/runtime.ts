@@ -172,7 +172,7 @@ export class Runtime {
       const host = await this.live.activate({ ...agent, input }, undefined);
       await host?.settled();
     }
-    return { view: await this.view(id), created };
+    return { view: created ? await this.ownView(id) : await this.view(id), created };
   }
 
   /** Commits an event to the agent's inbox; the agent processes its inbox in order, each event once. */
@@ -202,12 +202,38 @@ export class Runtime {
     return result;
   }
 
-  /** Stops an active agent for good (its last checkpoint stays); other statuses are left as they are. */
+  /**
+   * Stops an active agent for good (its last checkpoint stays), and its active child agents with it,
+   * theirs too; other statuses are left as they are. A child stopped on its own is reported to its
+   * parent (`agent.failed`, code `stopped`).
+   */
   async stop(agentId: string): Promise<void> {
     const agent = await this.agentOrThrow(agentId);
-    const host = this.live.get(agentId);
-    if (host) this.live.unload(host);
-    if (agent.status === 'active') await this.live.writeStatus(agentId, 'stopped', null);
+    const descendants = await this.activeDescendants(agentId);
+    for (const id of [agentId, ...descendants]) {
+      const host = this.live.get(id);
+      if (host) this.live.unload(host);
+    }
+    const stops: Promise<void>[] = [];
+    if (agent.status === 'active') stops.push(this.live.writeStatus(agentId, 'stopped', null, agent.parent ?? undefined));
+    for (const id of descendants) stops.push(this.live.writeStatus(id, 'stopped', null));
+    await Promise.all(stops);
+  }
+
+  /** The active agents below this one (children, their children…), parents first. */
+  private async activeDescendants(agentId: string): Promise<string[]> {
+    const found: string[] = [];
+    const seen = new Set([agentId]);
+    for (let i = -1; i < found.length; i++) {
+      const parent = i < 0 ? agentId : found[i]!;
+      for (let cursor: string | undefined; ; ) {
+        const page = await this.store.listAgents({ parent, status: 'active', limit: 1000, ...(cursor ? { cursor } : {}) });
+        for (const child of page.items) if (!seen.has(child.id)) seen.add(child.id), found.push(child.id);
+        if (!page.nextCursor) break;
+        cursor = page.nextCursor;
+      }
+    }
+    return found;
   }
 
   /** A new agent restored from one checkpoint of another, started. */
@@ -233,7 +259,14 @@ export class Runtime {
 
   // --- queries ----------------------------------------------------------------------------------
 
+  /** The agent's view, with the ids of the agents it spawned (the first 1,000). */
   async view(agentId: string): Promise<AgentView> {
+    const [view, children] = await Promise.all([this.ownView(agentId), this.store.listAgents({ parent: agentId, limit: 1000 })]);
+    return children.items.length > 0 ? { ...view, children: children.items.map((c) => c.id) } : view;
+  }
+
+  /** The view without its children (a new agent has none: spawning does not ask). */
+  private async ownView(agentId: string): Promise<AgentView> {
     const host = this.live.get(agentId);
     // A live agent's status is its last checkpoint's: stopping or failing it takes it out of `live`.
     return (host && liveView(host)) ?? storedView(this.store, await this.agentOrThrow(agentId));

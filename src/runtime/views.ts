@@ -12,6 +12,10 @@ export interface AgentView {
   progress: number;
   createdAt: string;
   updatedAt: string;
+  /** A child agent's parent (one spawned by another agent's `spawnAgent`, or as a tool); absent otherwise. */
+  parent?: string;
+  /** The agents this one spawned, oldest first (only in a single agent's view, and only when it has any). */
+  children?: string[];
 }
 
 export function toAgentView(
@@ -27,6 +31,7 @@ export function toAgentView(
     progress: latest?.progress ?? agent.progress,
     createdAt: agent.createdAt,
     updatedAt: latest?.updatedAt ?? agent.updatedAt,
+    ...(agent.parent ? { parent: agent.parent } : {}),
   };
 }
 
@@ -43,6 +48,7 @@ export function liveView(host: AgentHost): AgentView | undefined {
     progress: latest.progress,
     createdAt: host.createdAt,
     updatedAt: latest.at,
+    ...(host.parent !== undefined ? { parent: host.parent } : {}),
   };
 }
 

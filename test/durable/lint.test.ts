@@ -10,6 +10,7 @@ import { LINT_CODES, lintDefinition, lintMachine, type LintCode } from '../../sr
 import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
 import { registerMachine } from '../../src/runtime/registered-machine.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { supervisorDefinition } from '../docs/examples/supervisor-machine.js';
 import { digestMachine } from '../docs/examples/digest-machine.js';
 import { runtimesClosedAfterEach, startRuntime } from '../helpers/runtime.js';
 import { tempDbFile } from '../helpers/temp.js';
@@ -244,6 +245,11 @@ describe('the machines this repository ships lint clean', () => {
 
   it("the docs' digest example lints clean", () => {
     expect(lintMachine(digestMachine)).toEqual([]);
+  });
+
+  it("the docs' supervisor example lints clean (its children are spawned with spawnAgent, its deadline is a named delay)", () => {
+    expect(lintDefinition(supervisorDefinition)).toEqual([]);
+    expect(lintMachine(supervisorDefinition.machine, { input: { question: 'Why?' } })).toEqual([]);
   });
 });
 

@@ -44,6 +44,8 @@ export const AgentViewSchema = z
     progress: z.number().int(),
     createdAt: Timestamp,
     updatedAt: Timestamp,
+    parent: z.string().optional().openapi({ description: 'A child agent: the agent that spawned it (spawnAgent, or an agent tool)' }),
+    children: z.array(z.string()).optional().openapi({ description: 'GET /agents/{id} only: the agents this one spawned, oldest first' }),
   })
   .openapi('Agent');
 
