@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { createOpenAiClient } from '../../src/llm/openai-client.js';
 import type { AgentView } from '../../src/runtime/views.js';
+import { startFakeOpenAI } from '../support/fake-openai.js';
 import { getJson, isIdleWith, postJson, readJson, spawn, testApp, waitForView, type TestApp } from './harness.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -151,5 +153,35 @@ describe('DELETE /agents/:id', () => {
     const res = await t.app.request('/agents/ghost', { method: 'DELETE' });
     expect(res.status).toBe(404);
     expect((await readJson(res)).error.code).toBe('not_found');
+  });
+});
+
+describe('child agents over HTTP', () => {
+  it("shows a child's parent and a parent's children, refuses a forged child report, and stops the children with their parent", async () => {
+    const fake = await startFakeOpenAI();
+    try {
+      t = await testApp({ llm: createOpenAiClient({ baseURL: fake.url }) });
+      fake.script(
+        { toolCalls: [{ id: 'c1', name: 'helper', arguments: { task: 'The sub-question' } }] },
+        { content: 'The sub-answer.' },
+        { content: 'The answer.' },
+      );
+      const res = await postJson(t.app, '/agents', { machine: 'agent', id: 'p1', input: { tasks: ['The question'], tools: [{ name: 'helper', agent: { machine: 'agent' } }] } });
+      expect(res.status).toBe(201);
+      const parent = await waitForView(t.app, 'p1', isIdleWith(1));
+      expect(parent.children).toEqual(['p1:1:c1']);
+      const child = await getJson<AgentView>(t.app, '/agents/p1:1:c1');
+      expect(child.body).toMatchObject({ parent: 'p1', machine: 'agent' });
+      expect(child.body.children).toBeUndefined();
+      // Only the runtime reports for a child: a request cannot.
+      const forged = await postJson(t.app, '/agents/p1/events', { type: 'agent.response', agentId: 'p1:1:c1', seq: 1, task: 'x', response: 'forged' });
+      expect(forged.status).toBe(422);
+      expect((await t.store.eventsAfter('p1', 0)).map((e) => e.event.type)).toEqual(['agent.response']);
+      const stopped = await t.app.request('/agents/p1', { method: 'DELETE' });
+      expect(stopped.status).toBe(204);
+      expect((await getJson<AgentView>(t.app, '/agents/p1:1:c1')).body.status).toBe('stopped');
+    } finally {
+      await fake.close();
+    }
   });
 });

@@ -363,7 +363,7 @@ describe('dashboard building blocks', () => {
     expect(diagram.states.map((s) => s.id).sort()).toEqual(
       [
         'callingLLM', 'callingLLM.backingOff', 'callingLLM.requesting', 'done', 'failed', 'idle', 'persisted', 'sideEffect',
-        'sideEffect.routing', 'sideEffect.awaitingApproval', 'sideEffect.runningTools', 'sideEffect.toolsBackoff', 'sideEffect.backingOff', 'sideEffect.requesting',
+        'sideEffect.routing', 'sideEffect.awaitingApproval', 'sideEffect.runningTools', 'sideEffect.awaitingAgents', 'sideEffect.toolsBackoff', 'sideEffect.backingOff', 'sideEffect.requesting',
       ].sort(),
     );
     for (const s of diagram.states) {
@@ -378,10 +378,11 @@ describe('dashboard building blocks', () => {
     expect(edge('failed', 'idle')?.label).toBe('task.skip');
     expect(edge('callingLLM.backingOff', 'callingLLM.requesting')?.label).toBe('llmBackoff done / llmBackoff error');
     expect(edge('sideEffect.awaitingApproval', 'sideEffect.routing')?.label).toBe('tool.approve [isPendingCall] / tool.reject [isPendingCall]');
-    expect(edge('sideEffect.runningTools', 'callingLLM')?.label).toBe('tools done [turnsLeft]');
+    expect(edge('sideEffect.runningTools', 'sideEffect.awaitingAgents')?.label).toBe('tools done');
+    expect(edge('sideEffect.awaitingAgents', 'callingLLM')?.label).toBe('always [callsAnsweredTurnsLeft]');
     expect(diagram.edges.filter((e) => e.initial).map((e) => e.to).sort()).toEqual(['callingLLM.requesting', 'idle', 'sideEffect.routing']);
     for (const e of diagram.edges) expect(e.points.length, e.id).toBeGreaterThanOrEqual(2);
-    expect(diagram.internal).toEqual([{ state: '', events: ['task.add'] }]);
+    expect(diagram.internal).toEqual([{ state: '', events: ['task.add', 'agent.response [isAwaitedChild]', 'agent.done [isAwaitedChild]', 'agent.failed [isAwaitedChild]'] }]);
   });
 
   it('turns state values into highlighted paths and labels', () => {

@@ -1,6 +1,7 @@
 import { fromPromise } from 'xstate';
 import { postJson } from '../../core/outbound-fetch.js';
 import { parseOutboundPolicy, type OutboundPolicy } from '../../core/outbound.js';
+import { childEventKey, type ChildResponseEvent } from '../../durable/child-events.js';
 import { currentAgent } from '../../durable/current-agent.js';
 import type { MachineDefinition } from '../../durable/definition.js';
 import { sleepUntil } from '../../durable/sleep-until.js';
@@ -75,7 +76,7 @@ function inputSchemaFor(codeTools: ReadonlyMap<string, CodeTool>, outbound: Outb
     }
     // Throws OutboundNotAllowedError (a 400 of its own), not a zod issue: the caller must see why.
     // A URL the schema refuses is reported by the schema, as invalid input.
-    for (const url of [input.webhook, ...(input.tools ?? []).map((t) => t.url)]) if (url !== undefined && /^https?:\/\//i.test(url) && URL.canParse(url)) outbound.checkUrl(url);
+    for (const url of [input.webhook, ...(input.tools ?? []).map((t) => ('url' in t ? t.url : undefined))]) if (url !== undefined && /^https?:\/\//i.test(url) && URL.canParse(url)) outbound.checkUrl(url);
   });
 }
 
@@ -125,6 +126,11 @@ async function runSideEffect(input: EffectRequest, signal: AbortSignal, system: 
     const body = { agentId: agent.agentId, seq: input.seq, task: input.task, response: input.response };
     const status = await postWebhook({ url: input.webhook, idempotencyKey, body, timeoutMs: input.timeoutMs }, signal, outbound);
     result = { delivered: true, status, idempotencyKey };
+  }
+  // A child agent answers its parent too (an agent-as-tool call's result), once per task.
+  if (agent.parent !== undefined) {
+    const report: ChildResponseEvent = { type: 'agent.response', agentId: agent.agentId, seq: input.seq, task: input.task, response: input.response };
+    await agent.reportToParent(report, childEventKey.response(agent.agentId, input.seq));
   }
   agent.recordEffect(idempotencyKey, input.seq, result);
   return result;

@@ -1,12 +1,14 @@
 // Over 300 lines on purpose: the chart is read (and reviewed as a storage format) best whole, with
 // the actions its states name beside it; its pure rules are in steps.ts, its upgrades in upgrades.ts.
-import { assign, fromPromise, setup } from 'xstate';
+import { assign, enqueueActions, fromPromise, setup } from 'xstate';
 import { backoffDelay, retryDelay } from '../../core/backoff.js';
 import { nextRandom, seedFrom } from '../../core/random.js';
 import { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from '../../durable/commit-barrier.js';
+import { spawnAgent } from '../../durable/spawn-agent.js';
 import type { LlmAnswer } from '../../llm/client.js';
 import {
-  addUsage, answerMessage, approvalsNeeded, DEFAULT_MAX_TURNS, failureKind, NO_TOTALS, openToolCalls, requestMessages, retryAfterMs, toLastError, toolDefinitions,
+  addUsage, agentCallsToStart, answerMessage, approvalsNeeded, childReportContent, DEFAULT_MAX_TURNS, failureKind, NO_TOTALS, requestMessages, unansweredCalls,
+  retryAfterMs, TASK_PARAMETERS, toLastError, toolDefinitions,
 } from './steps.js';
 import type {
   AgentContext, AgentDefaults, AgentEvent, AgentInput, AgentStep, EffectRequest, EffectResult, LastError, LlmStepInput, ToolResult, ToolSpec, ToolsRequest,
@@ -66,11 +68,15 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
       mayRetry: ({ context }, error: unknown) =>
         failureKind(error) === 'transient' && context.attempt < context.retry.maxAttempts,
       failedAtLlm: ({ context }) => context.lastError?.step === 'llm' || context.lastError === null,
-      answerCallsTools: ({ context }) => openToolCalls(context.messages).length > 0,
+      answerCallsTools: ({ context }) => unansweredCalls(context.messages).length > 0,
       awaitsApproval: ({ context }) => context.pendingApprovals.length > 0,
       isPendingCall: ({ context, event }) =>
         (event.type === 'tool.approve' || event.type === 'tool.reject') && context.pendingApprovals.some((p) => p.callId === event.callId),
       turnsLeft: ({ context }) => context.turn < context.maxTurns,
+      callsAnswered: ({ context }) => unansweredCalls(context.messages).length === 0,
+      callsAnsweredTurnsLeft: ({ context }) => unansweredCalls(context.messages).length === 0 && context.turn < context.maxTurns,
+      /** A report from the child agent of one of the last answer's calls that has no result yet. */
+      isAwaitedChild: ({ context, event }) => awaitedCall(context, event) !== undefined,
     },
     actions: {
       enqueueTask: assign({
@@ -113,6 +119,19 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
           decisions: { ...context.decisions, [event.callId]: decision },
           pendingApprovals: context.pendingApprovals.filter((p) => p.callId !== event.callId),
         };
+      }),
+      // Agent tools: one child agent per call, created with the checkpoint entering `runningTools`
+      // (spawnAgent); entering again after a retry names the same children, which changes nothing.
+      startAgentCalls: enqueueActions(({ context, self, enqueue }) => {
+        const calls = agentCallsToStart(context, self.id);
+        if (calls.length === 0) return;
+        enqueue.assign({ agentCalls: { ...context.agentCalls, ...Object.fromEntries(calls.map((c) => [c.callId, c.childId])) } });
+        for (const call of calls) enqueue(spawnAgent(call.machine, { id: call.childId, input: call.input }));
+      }),
+      storeChildReport: assign(({ context, event }) => {
+        const callId = awaitedCall(context, event);
+        if (callId === undefined) return {};
+        return { messages: [...context.messages, { role: 'tool' as const, toolCallId: callId, content: childReportContent(event as never) }] };
       }),
       storeToolResults: assign(({ context }, results: ToolResult[]) => ({
         messages: [...context.messages, ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.callId, content: r.content }))],
@@ -160,9 +179,11 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
         webhookTimeoutMs: input.retry?.timeoutMs ?? defaults.webhookTimeoutMs ?? defaults.timeoutMs,
       },
       tools: [
-        ...(input.tools ?? []).map((t) => ({
-          name: t.name, description: t.description ?? null, parameters: t.parameters ?? { type: 'object' }, approval: t.approval ?? false, url: t.url,
-        })),
+        ...(input.tools ?? []).map((t): ToolSpec =>
+          'agent' in t
+            ? { name: t.name, description: t.description ?? null, parameters: TASK_PARAMETERS, approval: t.approval ?? false, agent: t.agent }
+            : { name: t.name, description: t.description ?? null, parameters: t.parameters ?? { type: 'object' }, approval: t.approval ?? false, url: t.url },
+        ),
         ...codeTools,
       ],
       maxTurns: input.maxTurns ?? DEFAULT_MAX_TURNS,
@@ -187,8 +208,14 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
       skipped: 0,
     }),
     initial: 'idle',
-    // A task may be queued whatever the agent is doing; idle picks it up.
-    on: { 'task.add': { actions: 'enqueueTask' } },
+    // A task may be queued whatever the agent is doing; idle picks it up. A child agent's report may
+    // come while the other calls of the same answer still run: it is kept whenever it comes.
+    on: {
+      'task.add': { actions: 'enqueueTask' },
+      'agent.response': { guard: 'isAwaitedChild', actions: 'storeChildReport' },
+      'agent.done': { guard: 'isAwaitedChild', actions: 'storeChildReport' },
+      'agent.failed': { guard: 'isAwaitedChild', actions: 'storeChildReport' },
+    },
     states: {
       idle: {
         always: { guard: 'hasQueuedTask', target: 'callingLLM', actions: 'takeNextTask' },
@@ -240,12 +267,13 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
             },
           },
           runningTools: {
-            entry: 'countAttempt',
+            entry: ['countAttempt', 'startAgentCalls'],
             invoke: {
               id: 'tools',
               src: 'runTools',
               input: ({ context }) => {
-                const calls = openToolCalls(context.messages);
+                // The calls of agent tools that started a child are answered by the child's report instead.
+                const calls = unansweredCalls(context.messages).filter((c) => !(c.id in (context.agentCalls ?? {})));
                 return {
                   seq: context.current?.seq ?? 0,
                   calls,
@@ -254,12 +282,17 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
                   timeoutMs: context.retry.webhookTimeoutMs ?? context.retry.timeoutMs,
                 };
               },
-              onDone: [
-                { guard: 'turnsLeft', target: '#agent.callingLLM', actions: { type: 'storeToolResults', params: ({ event }) => event.output } },
-                { target: '#agent.failed', actions: [{ type: 'storeToolResults', params: ({ event }) => event.output }, 'recordTurnLimit'] },
-              ],
+              onDone: { target: 'awaitingAgents', actions: { type: 'storeToolResults', params: ({ event }) => event.output } },
               onError: retryOrFail('toolsBackoff', 'tool'),
             },
+          },
+          // Until every call has its result: the child agents' reports come into the inbox (a durable
+          // wait: nothing runs here, and a passivated agent is woken by the report).
+          awaitingAgents: {
+            always: [
+              { guard: 'callsAnsweredTurnsLeft', target: '#agent.callingLLM' },
+              { guard: 'callsAnswered', target: '#agent.failed', actions: 'recordTurnLimit' },
+            ],
           },
           toolsBackoff: backoff('toolsBackoff', 'runningTools'),
           // The task's response is in: its webhook (named as in version 2, whose checkpoints restore here).
@@ -320,6 +353,13 @@ function backoff(id: string, then: string) {
       onError: then,
     },
   } as const;
+}
+
+/** The call whose child agent sent this report, if it is one of the last answer's calls with no result yet. */
+function awaitedCall(context: AgentContext, event: { type: string; agentId?: unknown }): string | undefined {
+  const agentCalls = context.agentCalls;
+  if (typeof event.agentId !== 'string' || !agentCalls) return undefined;
+  return unansweredCalls(context.messages).find((c) => agentCalls[c.id] === event.agentId)?.id;
 }
 
 /** What a task leaves behind once it is completed or skipped. */

@@ -16,6 +16,18 @@ const httpToolSchema = z
   })
   .strict();
 
+/** A tool that is another agent (contract: "Agents as tools"): its parameters are always `{"task": string}`. */
+const agentToolSchema = z
+  .object({
+    name: z.string().regex(TOOL_NAME, 'a tool name is 1–64 characters from A-Z a-z 0-9 _ -'),
+    description: z.string().max(10_000).optional(),
+    agent: z
+      .object({ machine: z.string().min(1).max(200), input: z.record(z.string(), z.unknown()).optional() })
+      .strict(),
+    approval: z.boolean().optional(),
+  })
+  .strict();
+
 /** Spawn input of the `agent` machine (contract: "The reference machine"). */
 export const agentInputSchema = z
   .object({
@@ -32,7 +44,7 @@ export const agentInputSchema = z
       .strict()
       .optional(),
     tools: z
-      .array(httpToolSchema)
+      .array(z.union([httpToolSchema, agentToolSchema]))
       .max(128)
       .refine((tools) => new Set(tools.map((t) => t.name)).size === tools.length, 'tool names must be unique')
       .optional(),

@@ -3,6 +3,7 @@
  * task's exchange starts from, what an answer asks for, how usage adds up. No I/O.
  */
 import { StepError } from '../../core/errors.js';
+import { ID_PATTERN } from '../../runtime/ids.js';
 import type { ChatMessage, LlmAnswer, TokenUsage, ToolCall, ToolDefinition } from '../../llm/client.js';
 import type { AgentContext, AgentStep, LastError, PendingApproval, ToolSpec, UsageTotals } from './types.js';
 
@@ -35,6 +36,15 @@ export function openToolCalls(messages: readonly ChatMessage[]): ToolCall[] {
   return last?.role === 'assistant' ? (last.toolCalls ?? []) : [];
 }
 
+/** The last answer's calls that have no tool message yet (the messages after the answer are its results). */
+export function unansweredCalls(messages: readonly ChatMessage[]): ToolCall[] {
+  const answerAt = messages.findLastIndex((m) => m.role === 'assistant');
+  const answer = messages[answerAt];
+  if (!answer || answer.role !== 'assistant' || !answer.toolCalls) return [];
+  const answered = new Set(messages.slice(answerAt + 1).flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
+  return answer.toolCalls.filter((c) => !answered.has(c.id));
+}
+
 /** The assistant message an answer adds to the exchange. */
 export function answerMessage(answer: LlmAnswer): ChatMessage {
   return { role: 'assistant', content: answer.content, ...(answer.toolCalls.length ? { toolCalls: answer.toolCalls } : {}) };
@@ -45,6 +55,69 @@ export function approvalsNeeded(calls: readonly ToolCall[], tools: readonly Tool
   return calls
     .filter((call) => tools.some((t) => t.name === call.name && t.approval))
     .map((call) => ({ callId: call.id, name: call.name, arguments: parseArguments(call.arguments) }));
+}
+
+/** The parameters of every agent tool (contract: "Agents as tools"). */
+export const TASK_PARAMETERS: Record<string, unknown> = {
+  type: 'object',
+  properties: { task: { type: 'string', description: 'What to ask the agent, as a complete task.' } },
+  required: ['task'],
+  additionalProperties: false,
+};
+
+/** A call of an agent tool that starts a child: its task, and the child's id. */
+export interface AgentCall {
+  callId: string;
+  childId: string;
+  machine: string;
+  input: Record<string, unknown>;
+}
+
+/**
+ * The last answer's calls of agent tools that start a child: not rejected by a person, with a
+ * `task`. Any other (bad arguments, rejected) goes through the tool runner, which tells the model why.
+ */
+export function agentCallsToStart(context: Pick<AgentContext, 'messages' | 'tools' | 'decisions' | 'current'>, agentId: string): AgentCall[] {
+  const seq = context.current?.seq ?? 0;
+  return unansweredCalls(context.messages).flatMap((call) => {
+    const tool = context.tools.find((t) => t.name === call.name);
+    const task = agentTask(call.arguments);
+    if (!tool?.agent || task === undefined || context.decisions[call.id]?.approved === false) return [];
+    return [{ callId: call.id, childId: childAgentId(agentId, seq, call.id), machine: tool.agent.machine, input: { ...tool.agent.input, tasks: [task] } }];
+  });
+}
+
+/** The task of an agent tool call, when its arguments are `{"task": "<non-empty>"}`. */
+export function agentTask(argumentsText: string): string | undefined {
+  const args = parseArguments(argumentsText) as { task?: unknown } | null;
+  return typeof args === 'object' && args !== null && typeof args.task === 'string' && args.task.trim() !== '' ? args.task : undefined;
+}
+
+/**
+ * A call's child agent id: from the call's key (`<agentId>:<seq>:<callId>`), so a crash cannot make
+ * two; hashed where the key would not be a valid id (too long, or a provider's call id with other characters).
+ */
+export function childAgentId(agentId: string, seq: number, callId: string): string {
+  const key = `${agentId}:${seq}:${callId}`;
+  if (ID_PATTERN.test(key)) return key;
+  return `${agentId.slice(0, 96)}:${seq}:${fnv1a(callId)}`.slice(0, 128);
+}
+
+/** 32-bit FNV-1a as hex: a short stable name (no crypto: the chart stays pure). */
+function fnv1a(text: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return hash.toString(16).padStart(8, '0');
+}
+
+/** What a child's report makes of the call's tool message. */
+export function childReportContent(event: { type: string; response?: unknown; output?: unknown; error?: { message?: unknown } }): string {
+  if (event.type === 'agent.response') return String(event.response ?? '');
+  if (event.type === 'agent.done') {
+    const output = event.output ?? null;
+    return output === null ? JSON.stringify({ error: 'The agent finished without an answer.' }) : typeof output === 'string' ? output : JSON.stringify(output);
+  }
+  return JSON.stringify({ error: `The agent failed: ${String(event.error?.message ?? 'unknown error')}` });
 }
 
 /** The model's argument text as JSON, or the text itself when it is not JSON (shown to a person as it is). */

@@ -110,7 +110,7 @@ async function execute(call: ToolCall, key: string, request: ToolsRequest, runne
   }
   const spec = request.tools.find((t) => t.name === call.name);
   const codeTool = runner.codeTools.get(call.name);
-  if (!spec || (!spec.url && !codeTool)) {
+  if (!spec || (!spec.url && !spec.agent && !codeTool)) {
     return fail(`There is no tool named "${call.name}".`);
   }
   const args = parseArguments(call.arguments);
@@ -120,6 +120,8 @@ async function execute(call: ToolCall, key: string, request: ToolsRequest, runne
   const checked = validatorFor(spec.parameters).safeParse(call.arguments.trim() === '' ? {} : args);
   if (!checked.success) return fail(`The arguments do not match the tool's parameters: ${z.prettifyError(checked.error)}`);
   const ok = (content: string): ToolResult => ({ callId: call.id, name: call.name, ok: true, content });
+  // A call of an agent tool with a task starts a child agent in the chart; only one the chart could not start comes here.
+  if (spec.agent) return fail('An agent tool takes {"task": "<what to ask>"} with a non-empty task.');
   if (codeTool) {
     let output: unknown;
     try {

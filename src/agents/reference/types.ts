@@ -8,8 +8,8 @@ export interface AgentInput {
   model?: string;
   webhook?: string;
   retry?: { maxAttempts?: number; baseDelayMs?: number; timeoutMs?: number };
-  /** HTTP tools the model may call (contract: "Tools"); tools registered in code on the server are offered too. */
-  tools?: HttpToolInput[];
+  /** HTTP tools and agent tools the model may call (contract: "Tools", "Agents as tools"); tools registered in code on the server are offered too. */
+  tools?: (HttpToolInput | AgentToolInput)[];
   /** LLM calls allowed per task (default 8). */
   maxTurns?: number;
   /** `task` (default): each task starts a fresh exchange; `conversation`: tasks are the user turns of one conversation. */
@@ -25,6 +25,14 @@ export interface HttpToolInput {
   approval?: boolean;
 }
 
+/** A tool that is another agent: a call spawns one child agent of `machine` for the call's `task` (contract: "Agents as tools"). */
+export interface AgentToolInput {
+  name: string;
+  description?: string;
+  agent: { machine: string; input?: Record<string, unknown> };
+  approval?: boolean;
+}
+
 /**
  * A tool as an agent's checkpoints keep it: an HTTP tool from the spawn input, or one registered in
  * code (found by name in the server's registry when it runs). Frozen at spawn, so every turn and
@@ -37,6 +45,8 @@ export interface ToolSpec {
   approval: boolean;
   /** Set for an HTTP tool; absent for a tool registered in code. */
   url?: string;
+  /** Set for an agent tool: the child agent each call spawns. */
+  agent?: { machine: string; input?: Record<string, unknown> };
 }
 
 /** Server-wide defaults an agent's input may override. */
@@ -138,6 +148,11 @@ export interface AgentContext {
   /** What every LLM call of this agent's life cost. */
   usage: UsageTotals;
   results: TaskResult[];
+  /**
+   * The last answer's calls of agent tools, by call id: the child agent each spawned. Absent in
+   * checkpoints written before agent tools existed.
+   */
+  agentCalls?: Record<string, string>;
   /** Calls made for the current step, the one in flight included. */
   attempt: number;
   /** Epoch ms of the next attempt while backing off (a durable timer, not an `after`). */

@@ -46,8 +46,10 @@ describe('agent statechart: generated paths', () => {
         'agent.failed: retry #2 → agent.sideEffect',
         'agent.failed: task.skip → agent.idle',
         'agent.sideEffect.awaitingApproval: tool.approve [isPendingCall] → agent.sideEffect.routing',
-        'agent.sideEffect.runningTools: xstate.done.actor.tools #1 [turnsLeft] → agent.callingLLM',
-        'agent.sideEffect.runningTools: xstate.done.actor.tools #2 → agent.failed',
+        'agent.sideEffect.runningTools: xstate.done.actor.tools → agent.sideEffect.awaitingAgents',
+        'agent.sideEffect.awaitingAgents: always #1 [callsAnsweredTurnsLeft] → agent.callingLLM',
+        'agent.sideEffect.awaitingAgents: always #2 [callsAnswered] → agent.failed',
+        'agent: agent.response [isAwaitedChild] → (no target)',
       ]),
     );
     expect(suite.coverage.states.missing).toEqual([]);
