@@ -7,7 +7,8 @@
 //
 // The tests are one journey, in order: log in → the list → task.add → checkpoint + fork → retry →
 // a tool call approved in the page (the tool on a local tool server) → an answer shown as it is
-// written → the stream dropped by the server mid-answer and resumed by event id.
+// written → the stream dropped by the server mid-answer and resumed by event id → a parent's
+// children spawned while its page is open, linked both ways and from the list.
 // Screenshots land in test-output/screenshots/.
 import { serve, type ServerType } from '@hono/node-server';
 import fs from 'node:fs';
@@ -15,8 +16,12 @@ import type { Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Route } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { assign, setup } from 'xstate';
+import { agentDefinition } from '../../src/agents/reference/definition.js';
+import type { MachineDefinition } from '../../src/durable/definition.js';
+import { spawnAgent } from '../../src/durable/spawn-agent.js';
 import { createOpenAiClient } from '../../src/llm/openai-client.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import type { AgentView } from '../../src/runtime/views.js';
@@ -45,6 +50,29 @@ const HELD_TASK = 'Count to ten';
 const HELD_DELTAS = ['One ', 'two ', 'three ', 'four ', 'five ', 'six ', 'seven ', 'eight ', 'nine ', 'ten.'];
 /** The text the page shows after the first `n` deltas. */
 const prefix = (deltas: string[], n: number) => deltas.slice(0, n).join('');
+
+/** A parent that spawns a child agent (of its own machine) at each `child.add`, named `<its id>:c<n>`. */
+const familyDefinition: MachineDefinition = {
+  name: 'family',
+  machine: setup({ types: { context: {} as { spawned: number } } }).createMachine({
+    id: 'family',
+    version: '1',
+    context: { spawned: 0 },
+    initial: 'open',
+    states: {
+      open: {
+        on: {
+          'child.add': {
+            actions: [
+              assign({ spawned: ({ context }) => context.spawned + 1 }),
+              spawnAgent('family', { id: ({ self, context }) => `${self.id}:c${context.spawned}` }),
+            ],
+          },
+        },
+      },
+    },
+  }),
+};
 
 /**
  * Put in the page before its script: records what every EventSource of the page receives, so that
@@ -97,8 +125,10 @@ beforeAll(async () => {
   toolServer = await startToolServer();
   toolServer.respond('lookup', { kind: 'json', body: { forecast: 'rain', city: 'Oslo' } });
   ({ runtime, file } = await startRuntime({
-    llm: createOpenAiClient({ apiKey: 'test', baseURL: fake.url }),
-    defaults: { maxAttempts: 2, baseDelayMs: 10, timeoutMs: 5_000 },
+    machines: [
+      agentDefinition({ llm: createOpenAiClient({ apiKey: 'test', baseURL: fake.url }), defaults: { maxAttempts: 2, baseDelayMs: 10, timeoutMs: 5_000 } }),
+      familyDefinition,
+    ],
   }));
   shutdown = new AbortController();
   const app = createServer({ runtime, token: TOKEN, shutdown: shutdown.signal });
@@ -428,5 +458,67 @@ describe('dashboard in Chromium', () => {
     expect(tokenIndexes(streams[0]!)).toEqual([0, 1, 2]);
     expect(tokenIndexes(streams[1]!)).toEqual([3, 4, 5, 6, 7, 8, 9]);
     expect(streams[1]!.events.filter((e) => e.type === 'restart')).toEqual([]);
+  });
+
+  it("shows an agent's children as they are spawned, each linked to its page, which links back to its parent", async () => {
+    expect((await api('POST', '/agents', { machine: 'family', id: 'fam' })).status).toBe(201);
+    await page.goto(`${base}/ui/agents/fam`);
+    await page.waitForSelector(activeState('open'), WAIT);
+    expect(await page.$$('[data-live="family"] *')).toHaveLength(0); // no parent, no children yet
+    const childLinks = () => page.$$eval('#children a', (as) => as.map((a) => [a.getAttribute('href'), a.textContent]));
+    const childCountIs = (n: number) => page.waitForFunction(`document.querySelectorAll('#children li').length === ${n}`, undefined, WAIT);
+    const addChild = () => page.click('form[data-event="child.add"] button');
+
+    // Spawned while the page is open: each one shows up with the snapshot of the transition that spawned it.
+    await addChild();
+    await childCountIs(1);
+    await addChild();
+    await childCountIs(2);
+    const { body: view } = await api<AgentView>('GET', '/agents/fam');
+    expect(view.children).toEqual(['fam:c1', 'fam:c2']);
+    expect(await childLinks()).toEqual([
+      ['/ui/agents/fam%3Ac1', 'fam:c1'],
+      ['/ui/agents/fam%3Ac2', 'fam:c2'],
+    ]);
+    expect(await page.$('#parent')).toBeNull();
+
+    // A redrawn page without them (drawn from a view that does not carry children) leaves them shown;
+    // the checkpoints section, swapped from the same page, shows that the page was redrawn.
+    const withoutFamily = async (route: Route) => {
+      if (route.request().resourceType() !== 'fetch') return route.continue();
+      const res = await route.fetch();
+      const html = (await res.text()).replace(/(<div data-live="family">)[\s\S]*?(<\/div><div class="events")/, '$1$2');
+      expect(html).toContain('<div data-live="family"></div>');
+      await route.fulfill({ response: res, body: html });
+    };
+    const pageUrl = (url: URL) => url.pathname === '/ui/agents/fam';
+    await page.route(pageUrl, withoutFamily);
+    const checkpointsShown = await page.$$eval('#checkpoints button[data-seq]', (bs) => bs.length);
+    await addChild();
+    await page.waitForFunction(`document.querySelectorAll('#checkpoints button[data-seq]').length === ${checkpointsShown + 1}`, undefined, WAIT);
+    await page.unroute(pageUrl, withoutFamily);
+    expect((await childLinks()).map(([, id]) => id)).toEqual(['fam:c1', 'fam:c2']);
+    // The next redraw is the server's again: with the third child, and the fourth.
+    await addChild();
+    await childCountIs(4);
+    expect((await childLinks()).map(([, id]) => id)).toEqual(['fam:c1', 'fam:c2', 'fam:c3', 'fam:c4']);
+    await shot('agent-children.png');
+
+    // A child's page: its parent linked, no children of its own; the link goes back.
+    await Promise.all([page.waitForURL((url) => decodeURIComponent(url.pathname) === '/ui/agents/fam:c2', WAIT), page.click('#children a >> text=fam:c2')]);
+    expect(await page.textContent('#agent-id')).toBe('fam:c2');
+    expect(await page.getAttribute('#parent a', 'href')).toBe('/ui/agents/fam');
+    expect(await page.$('#children')).toBeNull();
+    await shot('agent-child.png');
+    await Promise.all([page.waitForURL(`${base}/ui/agents/fam`, WAIT), page.click('#parent a')]);
+    expect(await page.textContent('#agent-id')).toBe('fam');
+
+    // The list says whose child each one is, linked.
+    await page.goto(`${base}/?machine=family`);
+    const row = 'tr[data-agent="fam:c1"]';
+    await page.waitForSelector(row, WAIT);
+    expect(await page.textContent(`${row} [data-cell=parent]`)).toBe('child of fam');
+    expect(await page.$('tr[data-agent="fam"] [data-cell=parent]')).toBeNull();
+    await Promise.all([page.waitForURL(`${base}/ui/agents/fam`, WAIT), page.click(`${row} [data-cell=parent] a`)]);
   });
 });

@@ -9,11 +9,13 @@ import { Approvals } from './approvals.js';
 import { Conversation, LiveAnswer } from './conversation.js';
 import { readExchange } from './exchange.js';
 import { AgentChart } from './agent-chart.js';
+import { AgentFamily } from './agent-family.js';
 import { AgentSummary } from './agent-summary.js';
 import { CheckpointTimeline } from './checkpoint-timeline.js';
 import { EventForms, type EventField } from './event-forms.js';
 
 export interface AgentPageProps {
+  /** The agent's own view (`runtime.view`): the one that carries its children. */
   view: AgentView;
   record: AgentRecord;
   diagram: ChartDiagram | undefined;
@@ -60,6 +62,10 @@ export const AgentPage: FC<AgentPageProps> = (props) => {
           ) : null}
         </div>
         <AgentSummary view={view} record={record} now={now} />
+        {/* Always there, as the other live sections: a child spawned while the page is open shows up. */}
+        <div data-live="family">
+          <AgentFamily view={view} />
+        </div>
         <EventForms events={events} accepted={accepted} status={view.status} />
       </div>
 

@@ -1,6 +1,6 @@
 import type { FC } from 'hono/jsx';
 import { AGENT_STATUSES, type AgentRecord, type AgentStatus } from '../../store/store.js';
-import { age, clock } from './format.js';
+import { age, agentHref, clock } from './format.js';
 import { Layout, StateName, StatusBadge } from './layout.js';
 
 export interface AgentFilters {
@@ -28,14 +28,20 @@ const query = (params: Record<string, string | undefined>) => {
   return text ? `/?${text}` : '/';
 };
 
-export const agentHref = (id: string) => `/ui/agents/${encodeURIComponent(id)}`;
-
 const AgentRow: FC<{ agent: AgentRecord; now: number }> = ({ agent, now }) => (
     <tr data-agent={agent.id}>
       <td>
         <a href={agentHref(agent.id)} class="mono">
           {agent.id}
         </a>
+        {agent.parent ? (
+          <div class="small muted" data-cell="parent">
+            child of{' '}
+            <a href={agentHref(agent.parent)} class="mono">
+              {agent.parent}
+            </a>
+          </div>
+        ) : null}
       </td>
       <td>{agent.machine}</td>
       <td>

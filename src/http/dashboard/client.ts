@@ -2,7 +2,8 @@
  * The dashboard's only script, served at /ui/app.js (a TS module so that tsc ships it in dist/).
  * Plain browser JavaScript, no build step. Pages are rendered on the server; this script:
  * - refreshes the `[data-live]` sections of the page by fetching the page again and swapping them
- *   (the agents list every 2 s; an agent's page on each SSE `snapshot`);
+ *   (the agents list every 2 s; an agent's page on each SSE `snapshot`), never dropping a parent or
+ *   children the agent's page already shows;
  * - moves the statechart highlight as soon as a snapshot arrives (`g.state[data-state]`);
  * - shows the answer of the LLM call in flight as its `token` events arrive (`#live-answer`), and
  *   follows the stream from the last event id received when the server drops it or it gives up;
@@ -51,6 +52,17 @@ export const CLIENT_SCRIPT = String.raw`
     });
   }
 
+  // An agent's parent never changes and its children are never taken away: a redrawn family section
+  // that has fewer of them (drawn from a view that does not carry them) leaves the one shown as it is.
+  function losesFamily(current, fresh) {
+    var shown = $('.family', current);
+    if (!shown) return false;
+    var next = $('.family', fresh);
+    var count = function (el) { return el ? Number(el.getAttribute('data-children')) || 0 : 0; };
+    var parentOf = function (el) { return el ? el.getAttribute('data-parent') || '' : ''; };
+    return (parentOf(shown) !== '' && parentOf(next) === '') || count(next) < count(shown);
+  }
+
   // Fetches this page again and swaps every [data-live] section whose HTML changed.
   var refreshing = null;
   var again = false;
@@ -66,7 +78,7 @@ export const CLIENT_SCRIPT = String.raw`
             var doc = new DOMParser().parseFromString(html, 'text/html');
             $$('[data-live]', doc).forEach(function (fresh) {
               var current = document.querySelector('[data-live="' + fresh.getAttribute('data-live') + '"]');
-              if (current && current.innerHTML !== fresh.innerHTML) current.innerHTML = fresh.innerHTML;
+              if (current && current.innerHTML !== fresh.innerHTML && !losesFamily(current, fresh)) current.innerHTML = fresh.innerHTML;
             });
             var accepted = $('[data-accepted]', doc);
             if (accepted) applyAccepted(accepted.getAttribute('data-accepted'));

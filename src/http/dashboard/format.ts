@@ -12,6 +12,9 @@ export function age(iso: string, now = Date.now()): string {
   return `${Math.floor(hours / 24)}d`;
 }
 
+/** An agent's page (ids are user input: always encoded in a link). */
+export const agentHref = (id: string) => `/ui/agents/${encodeURIComponent(id)}`;
+
 /** `2026-11-30 05:41:07.123` (UTC): the contract's timestamps, easier on the eye. */
 export function clock(iso: string): string {
   return iso.replace('T', ' ').replace(/Z$/, '');

@@ -13,7 +13,8 @@ import type { AnyStateMachine } from 'xstate';
 import { z } from 'zod';
 import { InvalidInputError, NotFoundError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
-import { AGENT_STATUSES, type AgentRecord, type AgentStatus } from '../../store/store.js';
+import { AGENT_STATUSES, type ActionRecord, type AgentRecord, type AgentStatus, type CheckpointSummary } from '../../store/store.js';
+import type { AgentView } from '../../runtime/views.js';
 import { actorOf, type RegisteredMachine } from '../../runtime/registered-machine.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import { tokenChecker, type BearerAuthOptions } from '../middleware/auth.js';
@@ -90,20 +91,22 @@ export function createDashboard({ runtime, token }: DashboardOptions) {
 
   app.get('/ui/agents/:id', async (c) => {
     const id = c.req.param('id');
-    // The row is read for what a view does not carry (its error, its checkpoint count); the view is built from it.
+    // The row is read for what a view does not carry (its error, its checkpoint count). The view is the
+    // agent's own (`runtime.view`, not `viewOf(record)`): only that one carries its children.
     let record: AgentRecord;
+    let view: AgentView, checkpoints: CheckpointSummary[], actions: ActionRecord[];
     try {
       record = await runtime.agentOrThrow(id);
+      [view, checkpoints, actions] = await Promise.all([
+        runtime.view(id),
+        // Only what the page shows: a long-lived agent's whole history would be read at every update.
+        runtime.checkpoints(id, { newest: MAX_CHECKPOINTS_SHOWN }),
+        runtime.actions(id, { newest: MAX_ACTIONS_SHOWN }),
+      ]);
     } catch (err) {
       if (err instanceof NotFoundError) return c.html(<NotFound what={err.message} auth={auth} />, 404);
       throw err;
     }
-    const [view, checkpoints, actions] = await Promise.all([
-      runtime.viewOf(record),
-      // Only what the page shows: a long-lived agent's whole history would be read at every update.
-      runtime.checkpoints(id, { newest: MAX_CHECKPOINTS_SHOWN }),
-      runtime.actions(id, { newest: MAX_ACTIONS_SHOWN }),
-    ]);
     const accepted = runtime.acceptedEvents(view);
     const machine = runtime.machines.get(view.machine);
     const diagram = machine ? await diagramFor(machine, c.get('log')) : undefined;

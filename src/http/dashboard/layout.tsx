@@ -48,6 +48,9 @@ button:disabled { opacity: .55; cursor: default; }
 .badge.failed { background: #fee2e2; color: #991b1b; }
 .state-name { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12.5px; background: #f1f5f9; padding: 1px 6px; border-radius: 4px; }
 .progress { display: inline-flex; align-items: center; gap: 6px; }
+.family { margin-top: 10px; }
+.family > div + div { margin-top: 4px; }
+.family ul { list-style: none; margin: 4px 0 0; padding: 0; display: flex; flex-wrap: wrap; gap: 4px 14px; max-height: 160px; overflow: auto; }
 .alert { border: 1px solid #fecaca; background: #fef2f2; color: #7f1d1d; border-radius: 8px; padding: 10px 12px; margin: 10px 0 0; }
 #flash { position: fixed; right: 20px; bottom: 20px; max-width: 460px; z-index: 10; }
 #flash div { background: #0f172a; color: #fff; padding: 10px 14px; border-radius: 8px; margin-top: 8px; box-shadow: 0 4px 14px rgba(0,0,0,.2); }
