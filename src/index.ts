@@ -11,7 +11,7 @@ export { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from './durable/commit-barrier.js';
 export { sleepUntil } from './durable/sleep-until.js';
 export { sendToAgent, type AgentMessage, type SendArgs } from './durable/send-to-agent.js';
 export { spawnAgent, SPAWN_EVENT, type SpawnEmit } from './durable/spawn-agent.js';
-export { CHILD_EVENT_TYPES, type ChildDoneEvent, type ChildEvent, type ChildFailedEvent, type ChildResponseEvent } from './durable/child-events.js';
+export { CHILD_EVENT_TYPES, reportKey, type ChildDoneEvent, type ChildEvent, type ChildFailedEvent, type ChildResponseEvent } from './durable/child-events.js';
 export { lintDefinition, lintMachine, LINT_CODES, type LintCode, type LintFinding, type LintSeverity } from './durable/lint.js';
 export { agentDefinition, AGENT_ACTORS, type AgentDependencies } from './agents/reference/definition.js';
 export { tool, type CodeTool, type ToolCallContext } from './agents/reference/tools.js';

@@ -40,3 +40,8 @@ export const childEventKey = {
   ended: (childId: string) => `${childId}:ended`,
   response: (childId: string, seq: number) => `${childId}:${seq}:response`,
 };
+
+/** The key a report is filed under in its parent's inbox: a child ends once, and answers each task once. */
+export function reportKey(report: ChildEvent): string {
+  return report.type === 'agent.response' ? childEventKey.response(report.agentId, report.seq) : childEventKey.ended(report.agentId);
+}

@@ -25,7 +25,7 @@ export interface HostOwner {
   streamTokens(agentId: string, key: CallKey, resumed: boolean): TokenWriter;
   failed(host: AgentHost, reason: 'commit' | 'actor', err: unknown): void;
   /** A spawn's child as its row is created, or why it cannot be (no such machine here, a bad id or input). */
-  childOf(spawn: SpawnEmit, parent: string, at: string): NewAgent | { refused: string };
+  childOf(spawn: SpawnEmit, parent: string, at: string): NewAgent | { refused: string } | undefined;
   /** An event into another agent's inbox, outside any transition (a report to a parent). */
   sendEvent(agentId: string, event: { type: string; [key: string]: unknown }, idempotencyKey: string): Promise<unknown>;
   readonly log: Logger;
@@ -345,6 +345,7 @@ export class AgentHost implements TransitionSink {
       return;
     }
     const child = this.owner.childOf(spawn, this.agentId, write.createdAt);
+    if (!child) return; // spawns are not this runtime's to make (RuntimeOptions.childAgents)
     if ('refused' in child) {
       this.owner.log.error({ agentId: this.agentId, child: spawn.id, machine: spawn.machine }, child.refused);
       const failure: ChildFailedEvent = { type: 'agent.failed', agentId: String(spawn.id), error: { name: 'SpawnRefused', code: 'spawn_refused', message: child.refused } };

@@ -7,7 +7,7 @@ import type { GroupCommitter } from './committer.js';
 import type { Observe } from './observer.js';
 import type { RegisteredMachine } from './registered-machine.js';
 import { readSnapshot } from './restore.js';
-import { ID_PATTERN } from './ids.js';
+import { ID_PATTERN } from '../core/ids.js';
 import { validateInput } from './registered-machine.js';
 import { childEventKey, type ChildFailedEvent } from '../durable/child-events.js';
 import type { SpawnEmit } from '../durable/spawn-agent.js';
@@ -31,6 +31,8 @@ export interface LiveAgentsOptions {
   reloadDelayMs: number;
   /** Agents resting this long leave memory; undefined: they stay. */
   passivateAfterMs: number | undefined;
+  /** Machines' spawns are dropped (RuntimeOptions.childAgents `ignore`). */
+  ignoreSpawns?: boolean;
 }
 
 /**
@@ -204,7 +206,8 @@ export class LiveAgents implements HostOwner {
     return this.options.store.findEffect(idempotencyKey);
   }
 
-  childOf(spawn: SpawnEmit, parent: string, at: string): NewAgent | { refused: string } {
+  childOf(spawn: SpawnEmit, parent: string, at: string): NewAgent | { refused: string } | undefined {
+    if (this.options.ignoreSpawns) return undefined;
     const machine = this.options.machines.get(spawn.machine);
     if (typeof spawn.id !== 'string' || !ID_PATTERN.test(spawn.id)) return { refused: `spawnAgent: the child id ${JSON.stringify(spawn.id)} is not a valid agent id (${ID_PATTERN}).` };
     if (!machine) return { refused: `spawnAgent: no machine named "${spawn.machine}" is registered here.` };

@@ -1,5 +1,6 @@
 // The runtime's public API in one class, so that a reader sees every command and query in one place;
 // each method is a few lines over LiveAgents, Watchers, the store or ownership, which do the work.
+import { reportKey, type ChildEvent } from '../durable/child-events.js';
 import type { AnyMachineSnapshot, InspectionEvent } from 'xstate';
 import { ConflictError, CorruptStateError, NotFoundError, PrunedError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
@@ -9,7 +10,7 @@ import type {
   ActionRecord, AgentQuery, AgentRecord, CheckpointRecord, CheckpointSummary, HistoryOptions, InboxEvent, Page, Store,
 } from '../store/store.js';
 import { GroupCommitter } from './committer.js';
-import { assertValidId, generateId } from './ids.js';
+import { assertValidId, generateId } from '../core/ids.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import { LiveAgents } from './live-agents.js';
 import type { Observe, RuntimeObserver } from './observer.js';
@@ -44,6 +45,12 @@ export interface RuntimeOptions {
    * Memory then follows the working set, not the number of agents. Unset: agents stay in memory.
    */
   passivateAfterMs?: number;
+  /**
+   * `create` (default): a machine's `spawnAgent` creates the child. `ignore`: spawns are dropped,
+   * nothing is created or reported; for runs that stand in for the children themselves (the
+   * path-test runner records the spawns and delivers the children's reports with `report`).
+   */
+  childAgents?: 'create' | 'ignore';
   /** Metrics and traces hook in here. */
   observer?: RuntimeObserver;
   /**
@@ -123,6 +130,7 @@ export class Runtime {
       load: (agentId) => (leases ? leases.claim(agentId) : store.loadRestorable(agentId)),
       reloadDelayMs: options.reloadDelayMs ?? 1000,
       passivateAfterMs: options.passivateAfterMs,
+      ignoreSpawns: options.childAgents === 'ignore',
     });
     this.leaseKeeper =
       leases &&
@@ -200,6 +208,16 @@ export class Runtime {
       host?.offer([{ agentId, seq: result.seq, event: checked, idempotencyKey: idempotencyKey ?? null, createdAt: '' }]);
     }
     return result;
+  }
+
+  /**
+   * Puts a child agent's report into its parent's inbox, under the key the runtime files it under
+   * (`reportKey`: a repeated one is a duplicate), and delivers it, as a child's own report is. For
+   * what stands in for a child (path tests, a child run outside this runtime); never reachable over
+   * HTTP, where these types are refused.
+   */
+  async report(parentId: string, report: ChildEvent): Promise<{ seq: number; duplicate: boolean }> {
+    return (await this.live.sendEvent(parentId, report, reportKey(report))) as { seq: number; duplicate: boolean };
   }
 
   /**

@@ -3,7 +3,7 @@
  * task's exchange starts from, what an answer asks for, how usage adds up. No I/O.
  */
 import { StepError } from '../../core/errors.js';
-import { ID_PATTERN } from '../../runtime/ids.js';
+import { ID_PATTERN } from '../../core/ids.js';
 import type { ChatMessage, LlmAnswer, TokenUsage, ToolCall, ToolDefinition } from '../../llm/client.js';
 import type { AgentContext, AgentStep, LastError, PendingApproval, ToolSpec, UsageTotals } from './types.js';
 

@@ -4,7 +4,7 @@ import type { Logger } from '../../core/logger.js';
 import type { HttpMetrics } from '../../observability/metrics.js';
 import type { AppEnv } from '../env.js';
 import { truncate } from '../../core/errors.js';
-import { ID_PATTERN } from '../../runtime/ids.js';
+import { ID_PATTERN } from '../../core/ids.js';
 
 /** Polled by machines, not people: logged at debug so they do not drown the log. */
 const QUIET_ROUTES = new Set(['/healthz', '/metrics']);

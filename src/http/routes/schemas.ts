@@ -5,7 +5,7 @@
  */
 import { z } from '@hono/zod-openapi';
 import { AGENT_STATUSES } from '../../store/store.js';
-import { ID_PATTERN } from '../../runtime/ids.js';
+import { ID_PATTERN } from '../../core/ids.js';
 
 export const IdSchema = z.string().regex(ID_PATTERN).openapi({
   description: 'An agent id: 1–128 characters from A-Z a-z 0-9 . _ - :',

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { InvalidIdError } from '../core/errors.js';
+import { InvalidIdError } from './errors.js';
 
 /** Contract: ids are 1–128 characters from `A-Z a-z 0-9 . _ - :` (the HTTP schemas use it too). */
 export const ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
