@@ -15,8 +15,16 @@ export function agentPathTestOptions(): PathTestOptions {
     // The real registration: the same name, version and zod schemas as `serve` uses.
     machine: agentDefinition({ llm: createSimulatedLlm() }),
     // Two attempts per step, so "retries exhausted" is two errors away; two LLM calls per task, so
-    // the turn limit is one tool round away; one tool that needs a person's approval.
-    input: { retry: { maxAttempts: 2 }, maxTurns: 2, tools: [{ name: 'lookup', url: 'http://127.0.0.1:9/lookup', approval: true }] },
+    // the turn limit is one tool round away; one tool that needs a person's approval, and one that
+    // is another agent (a call spawns a child agent, whose report answers it).
+    input: {
+      retry: { maxAttempts: 2 },
+      maxTurns: 2,
+      tools: [
+        { name: 'lookup', url: 'http://127.0.0.1:9/lookup', approval: true },
+        { name: 'research', agent: { machine: 'agent' } },
+      ],
+    },
     events: [
       { type: 'task.add', task: 'Summarize the report' },
       { type: 'retry' },
@@ -25,11 +33,20 @@ export function agentPathTestOptions(): PathTestOptions {
       { type: 'tool.approve', callId: 'call_1' },
       { type: 'tool.reject', callId: 'call_1', reason: 'Not that one.' },
     ],
+    // What a `research` child may report: its answer to the task, its end, its failure.
+    children: {
+      agent: {
+        response: [{ seq: 1, task: 'Find the revenue', response: 'Revenue went up 4 %.' }],
+        done: [{ answer: 'Revenue went up 4 %.' }],
+        failed: [{ name: 'StepError', message: 'The model is down.' }],
+      },
+    },
     outcomes: {
       llm: {
         done: [
           textAnswer('The report says revenue went up.', { promptTokens: 12, completionTokens: 8, totalTokens: 20 }),
           { content: null, toolCalls: [{ id: 'call_1', name: 'lookup', arguments: '{"q":"revenue"}' }], usage: { promptTokens: 10, completionTokens: 5, totalTokens: 15 } },
+          { content: null, toolCalls: [{ id: 'call_2', name: 'research', arguments: '{"task":"Find the revenue"}' }], usage: { promptTokens: 10, completionTokens: 5, totalTokens: 15 } },
         ],
         error: [
           new StepError('transient', 'llm_unavailable', 'The model is overloaded (HTTP 503).', { status: 503 }),
@@ -53,8 +70,10 @@ export function agentPathTestOptions(): PathTestOptions {
     },
     // What the guards read: a queued task (hasQueuedTask), the attempt count (mayRetry), the step
     // that failed (failedAtLlm), calls waiting for a person (awaitsApproval, isPendingCall), whether
-    // the last answer asks for tools (answerCallsTools), turns left (turnsLeft). Texts, counters and
-    // the PRNG state are left out.
+    // the last answer asks for tools (answerCallsTools; a child's report, a tool message after it,
+    // turns this off, as the tools' results do: callsAnswered, isAwaitedChild), turns left
+    // (turnsLeft). Texts, counters and the PRNG state are left out. (Keeping the unanswered calls
+    // themselves instead: 592 paths rather than 389, no transition more.)
     serializeState: ({ value, status, context }) => {
       const c = context as AgentContext;
       const last = c.messages.at(-1);

@@ -1,5 +1,6 @@
 import { canonicalJson, stateLabel } from './format.js';
-import { PathTestError, type PathRunResult } from './run-path.js';
+import { PathTestError } from './path-test-error.js';
+import type { PathRunResult } from './run-path.js';
 import type { StateValue } from 'xstate';
 
 /**
@@ -7,11 +8,13 @@ import type { StateValue } from 'xstate';
  * status, context, action log and effect records equal the uninterrupted run's, and the actor
  * starts are the uninterrupted run's plus exactly one re-start of each child that was running in
  * the checkpoint restored from. So no actor whose result was committed is started again: for an
- * LLM call, no second call once its answer is persisted.
+ * LLM call, no second call once its answer is persisted. The child agents spawned are the same, by
+ * the same steps: none is spawned again by the restore, none is lost with the crash.
  */
 export interface Comparable {
   context: (context: unknown) => unknown;
   input: (src: string, input: unknown) => unknown;
+  spawnInput: (machine: string, input: unknown) => unknown;
 }
 
 export function checkCrashRun(reference: PathRunResult, crashed: PathRunResult, k: number, comparable: Comparable): void {
@@ -63,6 +66,15 @@ export function checkCrashRun(reference: PathRunResult, crashed: PathRunResult, 
       `${at} the action log differs from the uninterrupted run's:\n  expected ${canonicalJson(actions(reference))}\n  actual   ${canonicalJson(actions(crashed))}`,
       actions(reference),
       actions(crashed),
+    );
+  }
+  const spawns = (run: PathRunResult) =>
+    run.spawns.map((s) => `step ${s.step}: ${s.id} (${s.machine}) with input ${canonicalJson(comparable.spawnInput(s.machine, s.input))}`);
+  if (canonicalJson(spawns(crashed)) !== canonicalJson(spawns(reference))) {
+    throw new PathTestError(
+      `${at} the child agents spawned differ from the uninterrupted run's:\n  expected ${spawns(reference).join('; ') || 'none'}\n  actual   ${spawns(crashed).join('; ') || 'none'}`,
+      spawns(reference),
+      spawns(crashed),
     );
   }
   if (canonicalJson(crashed.effects) !== canonicalJson(reference.effects)) {

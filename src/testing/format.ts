@@ -1,5 +1,7 @@
 import type { EventObject, StateValue } from 'xstate';
 import { shorten } from '../core/errors.js';
+import { CHILD_EVENT_TYPES } from '../durable/child-events.js';
+import { afterLabel } from './delays.js';
 
 /** Longest sample shown in a path's event label. */
 const LABEL_CHARS = 32;
@@ -92,13 +94,23 @@ export function parseSynthetic(type: string): { kind: 'done' | 'error'; id: stri
 }
 
 /**
- * A short label for an event: `task.add`, `llm.done`, `llm.error`. When several samples of one type
- * are explored, the sample is shown too: `llm.error(transient)`, `task.add({"task":"a"})`.
+ * A short label for an event: `task.add`, `llm.done`, `llm.error`, `after answerDeadline`,
+ * `agent.done(path-agent:w0)` (a child's report names the child). When several samples of one
+ * type (for a report: of one child) are explored, the sample is shown too:
+ * `llm.error(transient)`, `task.add({"task":"a"})`, `agent.response(path-agent:w0, {"seq":1…})`.
  */
 export function eventLabel(event: EventObject, ambiguous: ReadonlySet<string>): string {
+  const after = afterLabel(event.type);
+  if (after) return after;
   const synthetic = parseSynthetic(event.type);
+  const child = childOf(event);
   const base = synthetic ? `${synthetic.id}.${synthetic.kind}` : event.type;
-  if (!ambiguous.has(event.type)) return base;
+  const plain = !ambiguous.has(sampleKey(event));
+  if (child !== undefined) {
+    const { type: _type, agentId: _agentId, ...payload } = event as EventObject & { agentId: string };
+    return plain ? `${base}(${child})` : `${base}(${child}, ${shorten(JSON.stringify(payload, jsonReplacer), LABEL_CHARS)})`;
+  }
+  if (plain) return base;
   if (synthetic) {
     const sample = synthetic.kind === 'done' ? (event as { output?: unknown }).output : (event as { error?: unknown }).error;
     return `${base}(${sampleLabel(sample)})`;
@@ -116,10 +128,21 @@ function sampleLabel(sample: unknown): string {
   return shorten(JSON.stringify(sample, jsonReplacer) ?? 'undefined', LABEL_CHARS);
 }
 
+/** The child a report (`agent.done`, `agent.failed`, `agent.response`) comes from, else undefined. */
+function childOf(event: EventObject): string | undefined {
+  const agentId = (event as { agentId?: unknown }).agentId;
+  return (CHILD_EVENT_TYPES as readonly string[]).includes(event.type) && typeof agentId === 'string' ? agentId : undefined;
+}
 
-/** Event types with more than one explored sample: their labels must show which sample. */
+/** What samples are told apart by: the event type, and for a child's report the child too. */
+function sampleKey(event: EventObject): string {
+  const child = childOf(event);
+  return child === undefined ? event.type : `${event.type} ${child}`;
+}
+
+/** Event types (for reports: type and child) with more than one explored sample: their labels must show which sample. */
 export function ambiguousTypes(events: readonly EventObject[]): Set<string> {
   const counts = new Map<string, number>();
-  for (const e of events) counts.set(e.type, (counts.get(e.type) ?? 0) + 1);
-  return new Set([...counts].filter(([, n]) => n > 1).map(([type]) => type));
+  for (const e of events) counts.set(sampleKey(e), (counts.get(sampleKey(e)) ?? 0) + 1);
+  return new Set([...counts].filter(([, n]) => n > 1).map(([key]) => key));
 }

@@ -1,12 +1,15 @@
-import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
+import { createActor, type AnyActorScope, type AnyMachineSnapshot, type AnyStateMachine, type EventObject } from 'xstate';
 import { getAdjacencyMap, getShortestPaths } from 'xstate/graph';
 import { awaitsCommit, COMMITTED_EVENT } from '../durable/commit-barrier.js';
+import { parseAfter } from './delays.js';
 import { jsonReplacer, parseSynthetic, type StateView } from './format.js';
-import { viewOf } from './replay.js';
+import { isActive, viewOf } from './replay.js';
 
 export interface TraversalOptions {
   input: unknown;
-  /** User events and synthetic done/error events: each is tried in every state where it can happen. */
+  /** The agent's id: what `self.id` is in the chart (a context or a child's id may be made of it). */
+  agentId: string;
+  /** User events, synthetic done/error and `after` events: each is tried in every state where it can happen. */
   events: readonly EventObject[];
   serializeState: (view: StateView) => string;
   /** Simple paths of at most this many events are added to the shortest paths (0: none). */
@@ -40,9 +43,11 @@ export const serializeEvent = (event: EventObject): string => JSON.stringify(eve
  * `getSimplePaths`, which enumerates every simple path of any length before one could filter them:
  * 2,803 paths in 1.1 s for the small `agent` chart, and exponential in general.
  */
-export function generatePaths(machine: AnyStateMachine, options: TraversalOptions): EventSequence[] {
+export function generatePaths(chart: AnyStateMachine, options: TraversalOptions): EventSequence[] {
+  const { machine, fromState } = asAgent(chart, options.agentId, options.input);
   const traversal = {
     input: options.input as never,
+    fromState,
     events: (snapshot: AnyMachineSnapshot) => eventsIn(snapshot, options.events),
     serializeState: (snapshot: AnyMachineSnapshot) => options.serializeState(viewOf(snapshot)),
     serializeEvent: serializeEvent as never,
@@ -66,6 +71,31 @@ export function generatePaths(machine: AnyStateMachine, options: TraversalOption
       : [];
   const finishBarrier = finishAtBarrier(adjacency, traversal.serializeState);
   return withoutPrefixes([...shortest, ...transitions, ...simple].map(finishBarrier));
+}
+
+/**
+ * The chart as xstate/graph will drive it, but run as the agent: xstate/graph makes its snapshots
+ * with an anonymous actor as `self`, and a chart may name things after its own id (a child agent's
+ * id, kept in context, that a guard then compares with a report's `agentId`). The actor stands in
+ * for the agent and is never started; like xstate/graph's own, the scope runs no effect.
+ */
+function asAgent(chart: AnyStateMachine, agentId: string, input: unknown): { machine: AnyStateMachine; fromState: AnyMachineSnapshot } {
+  const self = createActor(chart, { id: agentId, input: input as never });
+  const scope = {
+    self,
+    id: agentId,
+    sessionId: self.sessionId,
+    system: self.system,
+    logger: () => {},
+    defer: () => {},
+    stopChild: () => {},
+    emit: () => {},
+    actionExecutor: () => {},
+  } as unknown as AnyActorScope;
+  const machine = Object.assign(Object.create(chart) as AnyStateMachine, {
+    transition: (snapshot: AnyMachineSnapshot, event: EventObject) => chart.transition(snapshot as never, event as never, scope as never),
+  });
+  return { machine, fromState: chart.getInitialSnapshot(scope as never, input as never) as AnyMachineSnapshot };
 }
 
 /**
@@ -98,8 +128,9 @@ function finishAtBarrier(adjacency: Adjacency, serialize: (snapshot: AnyMachineS
 }
 
 /**
- * A synthetic done/error event can only happen while its child runs; at a commit barrier, only the
- * runtime's committed event (it is sent the moment the checkpoint commits: another event landing
+ * A synthetic done/error event can only happen while its child runs, an `after` event while its
+ * state is active (entering it armed the delay, leaving it cancels it); at a commit barrier, only
+ * the runtime's committed event (it is sent the moment the checkpoint commits: another event landing
  * first is a race no run could reproduce); nothing happens to a machine that is no longer active
  * (the runtime refuses events for it).
  */
@@ -108,6 +139,8 @@ function eventsIn(snapshot: AnyMachineSnapshot, events: readonly EventObject[]):
   const atBarrier = awaitsCommit(snapshot);
   return events.filter((e) => {
     if (atBarrier || e.type === COMMITTED_EVENT) return atBarrier && e.type === COMMITTED_EVENT;
+    const after = parseAfter(e.type);
+    if (after) return isActive(snapshot.value, snapshot.machine.getStateNodeById(after.stateId).path);
     const synthetic = parseSynthetic(e.type);
     return !synthetic || synthetic.id in snapshot.children;
   });
@@ -137,7 +170,8 @@ function boundedSimplePaths(
   return found;
 }
 
-function withoutPrefixes(sequences: EventSequence[]): EventSequence[] {
+/** Drops exact duplicates and sequences that are a prefix of another: running the longer one checks every step of the shorter. */
+export function withoutPrefixes<T extends { events: readonly EventObject[] }>(sequences: readonly T[]): T[] {
   const keyed = sequences.map((s) => ({ s, keys: s.events.map(serializeEvent) }));
   const longestFirst = [...keyed].sort((a, b) => b.keys.length - a.keys.length);
   const kept = new Set<(typeof keyed)[number]>();

@@ -1,12 +1,17 @@
 import type { AnyActorLogic, AnyEventObject, AnyStateMachine, AnyStateNode, EventObject } from 'xstate';
 import { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from '../durable/commit-barrier.js';
+import { CHILD_EVENT_TYPES } from '../durable/child-events.js';
 import type { MachineDefinition } from '../durable/definition.js';
 import { registerMachine } from '../runtime/registered-machine.js';
+import type { SpawnedAgent } from './agent-probe.js';
+import { checkChildKeys, childReportEvents, uniqueChildren, type ChildReports } from './child-reports.js';
 import { checkCrashRun } from './crash-check.js';
+import { afterEvents } from './delays.js';
 import { ambiguousTypes, defaultSerializeState, eventLabel, parseSynthetic, stateLabel, type StateView } from './format.js';
-import { generatePaths, type PathOrigin } from './generate-paths.js';
+import { generatePaths, withoutPrefixes, type PathOrigin } from './generate-paths.js';
 import { checkOutcomeKeys, findInvokes, syntheticEvents, type InvokeInfo, type InvokeOutcomes } from './invokes.js';
 import { coverageOf, inertMachine, replayPath, type Coverage, type Replay } from './replay.js';
+import { isChildReport } from './report-delivery.js';
 import { runPath, type PathRunResult, type PathStep, type RunPlan } from './run-path.js';
 
 export interface PathTestOptions {
@@ -27,6 +32,14 @@ export interface PathTestOptions {
   events: readonly AnyEventObject[];
   /** Per invoke id (or actor src) the done outputs and error values to explore. */
   outcomes?: Readonly<Record<string, InvokeOutcomes>>;
+  /**
+   * What the child agents the chart spawns (`spawnAgent`) may report, by their machine name: each
+   * sample becomes one `agent.done` / `agent.failed` / `agent.response` event per child of that
+   * machine the paths spawn, with the child's `agentId`, explored like your events. Children do
+   * not exist in path runs (the runtime never sees the spawns; each step's spawns are checked), so
+   * nothing else reports. The reports go into the agent's inbox under the keys the runtime uses.
+   */
+  children?: Readonly<Record<string, ChildReports>>;
   /**
    * Actor implementations to provide, by src, instead of the controlled stand-ins. A faked actor
    * runs on its own, so no path settles it: only for actors whose invokes have no onDone/onError
@@ -50,6 +63,8 @@ export interface PathTestOptions {
   comparable?: {
     context?: (context: any) => unknown;
     input?: (src: string, input: any) => unknown;
+    /** A spawned child's input, also as checked against the expected one at its step. */
+    spawnInput?: (machine: string, input: any) => unknown;
   };
   /** How long a step may take to commit before the case fails (default 5,000 ms). */
   stepTimeoutMs?: number;
@@ -86,10 +101,14 @@ export interface PathTestSuite {
   name: string;
   invokes: InvokeInfo[];
   /**
-   * Every event explored: yours, then the derived `xstate.done.actor.*` / `xstate.error.actor.*`,
-   * then `runtime.committed` if a state is a commit barrier (the runtime sends it; paths wait for it).
+   * Every event explored: yours, then the children's reports (`children`), then the derived
+   * `xstate.done.actor.*` / `xstate.error.actor.*`, then one `xstate.after.<delay>.<state>` per
+   * delayed transition (a "time passes" step: the run makes the runtime's delay due), then
+   * `runtime.committed` if a state is a commit barrier (the runtime sends it; paths wait for it).
    */
   events: EventObject[];
+  /** The child agents the paths spawn, each once, in order of first spawn. */
+  spawned: SpawnedAgent[];
   paths: PathTestCase[];
   /** For every path, one case per step k = 0 … n: crash once step k is committed. */
   crashCases: CrashTestCase[];
@@ -99,8 +118,8 @@ export interface PathTestSuite {
 
 /**
  * Generates path tests from a statechart: shortest paths to every state and simple paths up to a
- * bound, over your events and the done/error events of every invoke, each runnable on the real
- * runtime with a real SQLite store.
+ * bound, over your events, the done/error events of every invoke, its `after` delays and its
+ * children's reports, each runnable on the real runtime with a real SQLite store.
  *
  * @example
  * const suite = pathTests({ machine: approvalDefinition, events: [{ type: 'approve', by: 'ana' }] });
@@ -124,22 +143,43 @@ export function pathTests(options: PathTestOptions): PathTestSuite {
   const input = registered.input ? registered.input.parse(options.input ?? {}) : (options.input ?? {});
   const serializeState = options.serializeState ?? defaultSerializeState;
   const agentId = options.agentId ?? 'path-agent';
-  const events = [...options.events, ...syntheticEvents(invokes, outcomes), ...(hasCommitBarrier(machine) ? [{ type: COMMITTED_EVENT }] : [])];
-
-  const sequences = generatePaths(machine, {
-    input,
-    events,
-    serializeState,
-    simplePathDepth: options.simplePathDepth ?? 4,
-    limit: options.limit ?? 10_000,
-  });
+  const derived = [...syntheticEvents(invokes, outcomes), ...afterEvents(machine), ...(hasCommitBarrier(machine) ? [{ type: COMMITTED_EVENT }] : [])];
   const inert = inertMachine(machine);
-  const replays: (Replay & { origin: PathOrigin })[] = [];
-  for (const sequence of sequences) {
-    const replay = replayPath(inert, { input, agentId, serializeState }, sequence.events);
-    // A cut path (an event that changed nothing once replayed exactly) keeps its valid prefix.
-    if (replay.steps.length > 1) replays.push({ ...replay, origin: sequence.origin });
+  const children = options.children ?? {};
+
+  // The children's reports need their ids, which only running the chart tells: generate, replay,
+  // derive the reports of the children spawned, and again until no path spawns a new child.
+  let reports: EventObject[] = [];
+  let replays: (Replay & { origin: PathOrigin })[];
+  let spawned: SpawnedAgent[];
+  for (let round = 1; ; round++) {
+    const sequences = generatePaths(machine, {
+      input,
+      agentId,
+      events: [...options.events, ...reports, ...derived],
+      serializeState,
+      simplePathDepth: options.simplePathDepth ?? 4,
+      limit: options.limit ?? 10_000,
+    });
+    const played: (Replay & { origin: PathOrigin; events: EventObject[] })[] = [];
+    for (const sequence of sequences) {
+      const replay = replayPath(inert, { input, agentId, serializeState }, sequence.events);
+      // A cut path (an event that changed nothing once replayed exactly) keeps its valid prefix,
+      // unless another path has it all (the traversal's state was a like one, not the same).
+      if (replay.steps.length > 1) played.push({ ...replay, origin: sequence.origin, events: replay.steps.slice(1).map((s) => s.event) });
+    }
+    replays = withoutPrefixes(played);
+    // The initial state's spawns too, when no path leaves it.
+    const initial = replayPath(inert, { input, agentId, serializeState }, []).steps;
+    spawned = uniqueChildren([...initial, ...replays.flatMap((r) => r.steps)].flatMap((s) => s.spawns));
+    const next = childReportEvents(children, spawned);
+    if (next.length === reports.length) break; // reports only grow with the children: none is new
+    if (round === 10) throw new Error('children: every round of paths spawns new children (ten rounds); a chart that spawns without end cannot be covered.');
+    reports = next;
   }
+  checkChildKeys(children, spawned);
+  checkReports(reports, registered, machine);
+  const events = [...options.events, ...reports, ...derived];
 
   const plan: RunPlan = {
     definition,
@@ -148,11 +188,13 @@ export function pathTests(options: PathTestOptions): PathTestSuite {
     input,
     agentId,
     serializeState,
+    spawnInput: options.comparable?.spawnInput ?? ((_machine: string, i: unknown) => i),
     stepTimeoutMs: options.stepTimeoutMs ?? 5_000,
   };
   const comparable = {
     context: options.comparable?.context ?? ((c: unknown) => c),
     input: options.comparable?.input ?? ((_src: string, i: unknown) => i),
+    spawnInput: plan.spawnInput,
   };
   const ambiguous = ambiguousTypes(events);
   const width = String(replays.length).length;
@@ -190,6 +232,7 @@ export function pathTests(options: PathTestOptions): PathTestSuite {
     name: definition.name,
     invokes,
     events,
+    spawned,
     paths,
     crashCases,
     coverage: coverageOf(inert, replays),
@@ -201,9 +244,34 @@ function toDefinition(machine: AnyStateMachine | MachineDefinition, name: string
   return name ? { ...machine, name } : machine;
 }
 
+/** Every event type some state node takes (the registration's list leaves out the runtime's own). */
+function handledTypes(machine: AnyStateMachine): Set<string> {
+  const types = new Set<string>();
+  const visit = (node: AnyStateNode) => {
+    for (const type of node.transitions.keys()) types.add(type);
+    for (const child of Object.values(node.states)) visit(child);
+  };
+  visit(machine.root);
+  return types;
+}
+
 function hasCommitBarrier(machine: AnyStateMachine): boolean {
   const visit = (node: AnyStateNode): boolean => node.tags.includes(AWAIT_COMMIT_TAG) || Object.values(node.states).some(visit);
   return visit(machine.root);
+}
+
+/** A report must be one the chart takes, and fit its schema if it has one. */
+function checkReports(reports: readonly EventObject[], registered: ReturnType<typeof registerMachine>, machine: AnyStateMachine): void {
+  const handled = handledTypes(machine);
+  for (const report of reports) {
+    if (!handled.has(report.type)) {
+      throw new Error(`children: no state of "${registered.name}" handles "${report.type}"; drop those samples.`);
+    }
+    const parsed = registered.events[report.type]?.safeParse(report);
+    if (parsed && !parsed.success) {
+      throw new Error(`children: the report ${JSON.stringify(report)} is refused by the machine's schema for "${report.type}": ${parsed.error.message}`);
+    }
+  }
 }
 
 function checkUserEvents(events: readonly EventObject[], registered: ReturnType<typeof registerMachine>): void {
@@ -211,6 +279,9 @@ function checkUserEvents(events: readonly EventObject[], registered: ReturnType<
     if (typeof event?.type !== 'string') throw new Error(`events: ${JSON.stringify(event)} has no "type".`);
     if (event.type.startsWith('runtime.')) {
       throw new Error(`events: "${event.type}" is the runtime's own event; it is explored wherever it can happen, do not list it.`);
+    }
+    if (isChildReport(event) || (CHILD_EVENT_TYPES as readonly string[]).includes(event.type)) {
+      throw new Error(`events: "${event.type}" is a child agent's report, which only the runtime sends; describe what children report with \`children\`.`);
     }
     if (event.type.startsWith('xstate.') || parseSynthetic(event.type)) {
       throw new Error(`events: "${event.type}" is XState's own event; list only yours (done/error events are derived from the invokes: use outcomes).`);

@@ -11,6 +11,10 @@ import {
 } from 'xstate';
 import { getStateNodes } from 'xstate/graph';
 import { guardName } from '../durable/definition.js';
+import { SPAWN_EVENT, type SpawnEmit } from '../durable/spawn-agent.js';
+import type { SpawnedAgent } from './agent-probe.js';
+import { afterLabel } from './delays.js';
+import { isChildReport, reportKey } from './report-delivery.js';
 import { toJsonValue, type StateView } from './format.js';
 import type { PathStep } from './run-path.js';
 
@@ -38,7 +42,7 @@ export interface Replay {
   steps: PathStep[];
   states: Set<string>;
   transitions: Set<string>;
-  /** Index of the first event that changed nothing, if any (the path is cut there). */
+  /** Index of the first event that changed nothing (or a report the inbox would drop), if any: the path is cut there. */
   ignoredAt: number | undefined;
 }
 
@@ -69,8 +73,9 @@ export function inertMachine(machine: AnyStateMachine): AnyStateMachine {
 
 /**
  * Plays a path's events on a real in-memory actor, as the agent it will be (same id, same input),
- * and records each resulting snapshot and, through XState's inspection API, every microstep's
- * transitions and every state node entered, eventless (`always`) steps included. The graph
+ * and records each resulting snapshot, the child agents each step spawns (`spawnAgent` emits
+ * them) and, through XState's inspection API, every microstep's transitions and every state node
+ * entered, eventless (`always`) steps included. The graph
  * traversal stands for a state by the first snapshot it met with that projection; the replay gives
  * the exact snapshots this event sequence produces, so the expectations are exact.
  */
@@ -96,9 +101,16 @@ export function replayPath(
     },
   });
   actor.subscribe({ error: (err) => void errors.push(err) });
+  let spawns: SpawnedAgent[] = [];
+  actor.on(SPAWN_EVENT, (emitted) => {
+    const { machine, id, input } = emitted as unknown as SpawnEmit;
+    spawns.push({ machine, id, input: toJsonValue(input) ?? null });
+  });
   const stepOf = (event: EventObject, snapshot: AnyMachineSnapshot): PathStep => {
     const view = viewOf(snapshot);
-    return { event, state: view.value, status: view.status, key: options.serializeState(view) };
+    const step = { event, state: view.value, status: view.status, key: options.serializeState(view), spawns };
+    spawns = [];
+    return step;
   };
   try {
     actor.start();
@@ -106,9 +118,20 @@ export function replayPath(
     visit(initial.value);
     const steps = [stepOf({ type: 'xstate.init' }, initial)];
     let ignoredAt: number | undefined;
+    const reported = new Set<string>();
     for (const [i, event] of events.entries()) {
       const before = actor.getSnapshot();
       if (before.status !== 'active') break;
+      // A child ends once and answers each task once: the inbox drops a second report under a key
+      // (the traversal cannot tell, its states do not say which reports came), so the path ends there.
+      if (isChildReport(event)) {
+        const key = reportKey(event);
+        if (reported.has(key)) {
+          ignoredAt = i + 1;
+          break;
+        }
+        reported.add(key);
+      }
       actor.send(event as never);
       const after = actor.getSnapshot() as AnyMachineSnapshot;
       if (after === before) {
@@ -139,7 +162,7 @@ function transitionsOf(node: AnyStateNode): AnyTransitionDefinition[] {
 function transitionLabel(t: AnyTransitionDefinition): string {
   const source = t.source;
   const candidates = t.eventType === '' ? (source.always ?? []) : (source.transitions.get(t.eventType) ?? []);
-  const event = t.eventType === '' ? 'always' : t.eventType;
+  const event = t.eventType === '' ? 'always' : (afterLabel(t.eventType) ?? t.eventType);
   const nth = candidates.length > 1 ? ` #${candidates.indexOf(t) + 1}` : '';
   const guard = t.guard ? ` [${guardName(t.guard)}]` : '';
   const targets = t.target?.length ? t.target.map((n) => n.id).join(', ') : '(no target)';
@@ -148,7 +171,7 @@ function transitionLabel(t: AnyTransitionDefinition): string {
 
 
 /** Is the node at `path` active in `value`? */
-function isActive(value: StateValue, path: readonly string[]): boolean {
+export function isActive(value: StateValue, path: readonly string[]): boolean {
   let current: StateValue | undefined = value;
   for (const key of path) {
     if (current === undefined) return false;

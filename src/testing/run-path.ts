@@ -2,14 +2,21 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { AnyActorLogic, AnyEventObject, AnyStateMachine, EventObject, StateValue } from 'xstate';
-import type { AgentRecord } from '../store/store.js';
+import type { AgentRecord, PendingTimer } from '../store/store.js';
 import { openSqliteStore, type SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { COMMITTED_EVENT } from '../durable/commit-barrier.js';
 import type { MachineDefinition } from '../durable/definition.js';
 import { createRuntime, type Runtime } from '../runtime/runtime.js';
+import { AgentProbe, type SpawnedAgent, type SpawnRecord } from './agent-probe.js';
 import { ControlledActors, type ActorStart } from './controlled-actors.js';
+import type { DelayArm } from './controlled-delays.js';
 import { crashableStore } from './crashable-store.js';
+import { afterLabel, parseAfter } from './delays.js';
 import { canonicalJson, parseSynthetic, stateLabel, type StateView } from './format.js';
+import { PathTestError } from './path-test-error.js';
+import { deliverReport, isChildReport, reportKey } from './report-delivery.js';
+
+export { PathTestError };
 
 /** One step of a generated path: the event, then what must be committed after it. */
 export interface PathStep {
@@ -19,6 +26,8 @@ export interface PathStep {
   status: StateView['status'];
   /** The expected projection (`serializeState`) of the committed state. */
   key: string;
+  /** The child agents its transition spawns (`spawnAgent`), in order. */
+  spawns: SpawnedAgent[];
 }
 
 /** Everything a run needs to know about the machine under test. */
@@ -30,6 +39,8 @@ export interface RunPlan {
   input: unknown;
   agentId: string;
   serializeState: (view: StateView) => string;
+  /** What of a spawn's input must match (the expected one, another run's): see `comparable.spawnInput`. */
+  spawnInput: (machine: string, input: unknown) => unknown;
   stepTimeoutMs: number;
 }
 
@@ -49,23 +60,22 @@ export interface PathRunResult {
   starts: ActorStart[];
   /** The children that were running in the checkpoint a crash restored from (re-run by design). */
   restarted: { id: string; src: string; input: unknown }[];
-}
-
-/** A failed expectation of a path test, naming the path and the step. */
-export class PathTestError extends Error {
-  constructor(
-    message: string,
-    readonly expected?: unknown,
-    readonly actual?: unknown,
-  ) {
-    super(message);
-    this.name = 'PathTestError';
-  }
+  /**
+   * The child agents spawned, by the step that spawned them: a step up to the crash counts in the
+   * process that committed it, a later one in the restored process (a spawn is created with its
+   * checkpoint: one the crash cut off never happened).
+   */
+  spawns: SpawnRecord[];
+  /** Every delay the agent armed, in every process (a restored one re-arms those of its checkpoint). */
+  delays: DelayArm[];
+  /** The delays pending in the checkpoint a crash restored from: the restored process armed each again. */
+  rearmed: Pick<PendingTimer, 'id' | 'at'>[];
 }
 
 interface Process {
   runtime: Runtime;
   raw: SqliteStore;
+  probe: AgentProbe;
   crash(): void;
   crashBeforeCheckpoint(seq: number): void;
 }
@@ -83,12 +93,14 @@ export async function runPath(plan: RunPlan, steps: readonly PathStep[], crashAf
   const file = path.join(dir, 'agents.db');
   const actors = new ControlledActors(plan.controlled);
   const raws: SqliteStore[] = [];
+  const probes: AgentProbe[] = [];
   let live: Process | undefined;
   let passed = false;
   const last = steps.length - 1;
   let at = 0;
 
-  const start = async (): Promise<Process> => {
+  /** A process whose agent's first snapshot is step `firstStep` (0: it is spawned; k: restored from step k). */
+  const start = async (firstStep: number): Promise<Process> => {
     // A path checks what a process crash leaves, not a power loss: at NORMAL a commit is acknowledged
     // as soon as it is written, so what the store shows is exactly what the runtime has acted on.
     const raw = await openSqliteStore(file, { synchronous: 'normal' });
@@ -97,19 +109,29 @@ export async function runPath(plan: RunPlan, steps: readonly PathStep[], crashAf
     const machine = (plan.definition.machine as AnyStateMachine).provide({
       actors: { ...actors.actorsFor(actors.incarnation), ...plan.fakes },
     } as never);
-    const runtime = await createRuntime({ store, machines: [{ ...plan.definition, machine }], reloadDelayMs: NEVER_MS });
-    return { runtime, raw, crash, crashBeforeCheckpoint };
+    const probe = new AgentProbe(plan.agentId, actors.incarnation, firstStep);
+    probes.push(probe);
+    const runtime = await createRuntime({
+      store,
+      machines: [{ ...plan.definition, machine }],
+      reloadDelayMs: NEVER_MS,
+      inspect: probe.inspect,
+      // The path stands in for the children: it records the spawns and delivers their reports.
+      childAgents: 'ignore',
+    });
+    return { runtime, raw, probe, crash, crashBeforeCheckpoint };
   };
   /** Step k's transition is one the runtime makes by itself once step k - 1 is committed (a commit barrier's). */
   const automatic = (k: number) => steps[k]?.event.type === COMMITTED_EVENT;
 
   try {
-    live = await start();
+    live = await start(0);
     // Nothing past the crash point may be committed, not even what the runtime does on its own.
     if (crashAfter !== undefined) live.crashBeforeCheckpoint(crashAfter + 2);
     actors.atStep(0);
     await live.runtime.spawn(plan.definition.name, { id: plan.agentId, input: plan.input });
     let restarted: PathRunResult['restarted'] = [];
+    let rearmed: PathRunResult['rearmed'] = [];
     for (at = 0; at <= last; at++) {
       if (at > 0) {
         actors.atStep(at);
@@ -118,15 +140,19 @@ export async function runPath(plan: RunPlan, steps: readonly PathStep[], crashAf
       await expectCommitted(live, at);
       if (crashAfter === at) {
         restarted = await runningChildren(live);
+        rearmed = await pendingDelays(live);
         await untilRunning(restarted.map((c) => c.id));
         live.crash();
         actors.crash();
-        live = await start();
-        await expectRestored(live, at);
+        live = await start(at);
+        await expectRestored(live, at, rearmed);
       }
     }
     at = last;
-    const result = await collect(live.raw, plan.agentId, actors.starts, restarted);
+    // A spawn counts in the process that committed its step (see PathRunResult.spawns).
+    const spawns = probes.flatMap((p, i) => p.spawns.filter((s) => i === probes.length - 1 || s.step <= (crashAfter ?? last)));
+    const delays = probes.flatMap((p) => p.delays.arms);
+    const result = { ...(await collect(live.raw, plan.agentId, actors.starts, restarted)), spawns, delays, rearmed };
     passed = true;
     return result;
   } catch (err) {
@@ -145,6 +171,20 @@ export async function runPath(plan: RunPlan, steps: readonly PathStep[], crashAf
 
   async function drive(process: Process, event: EventObject): Promise<void> {
     if (event.type === COMMITTED_EVENT) return; // the runtime sends it once the barrier's checkpoint is committed
+    if (parseAfter(event.type)) {
+      process.probe.delays.fire(event.type); // time passes: the delay the runtime armed is due
+      return;
+    }
+    if (isChildReport(event)) {
+      const { duplicate } = await deliverReport(process.runtime, plan.agentId, event);
+      if (duplicate) {
+        throw new PathTestError(
+          `the inbox already holds ${event.type} from ${event.agentId} (key ${reportKey(event)}): a child ends once and answers each task once, ` +
+            'so no run gets this report twice (generated paths end before such a report)',
+        );
+      }
+      return;
+    }
     const synthetic = parseSynthetic(event.type);
     if (!synthetic) {
       await process.runtime.send(plan.agentId, event as { type: string });
@@ -172,6 +212,7 @@ export async function runPath(plan: RunPlan, steps: readonly PathStep[], crashAf
       },
     );
     await expectCheckpoint(process, seq, step, agent);
+    expectSpawns(process, k);
     if (automatic(k + 1)) return; // the next transition is already under way, by design
     // Anything the step set off (a child's start, an event it sends back) is committed within a few
     // turns of the event loop: give it those turns, then the step must still be the last transition.
@@ -204,8 +245,21 @@ export async function runPath(plan: RunPlan, steps: readonly PathStep[], crashAf
     }
   }
 
-  /** After a restore, the agent must be live again (not quarantined) and at the same checkpoint. */
-  async function expectRestored(process: Process, k: number): Promise<void> {
+  /** The step spawned exactly the children the replay of the chart did (a spawn is emitted within its transition). */
+  function expectSpawns(process: Process, k: number): void {
+    if (process.probe.problem) throw new PathTestError(process.probe.problem);
+    const shown = (spawns: readonly SpawnedAgent[]) =>
+      spawns.map((s) => `${s.id} (${s.machine}) with input ${canonicalJson(plan.spawnInput(s.machine, s.input))}`).join('; ') || 'none';
+    const expected = shown(steps[k]!.spawns);
+    const actual = shown(process.probe.spawnsAt(k));
+    if (actual !== expected) {
+      throw new PathTestError(`expected this step to spawn ${expected}, but it spawned ${actual}`, steps[k]!.spawns, process.probe.spawnsAt(k));
+    }
+  }
+
+  /** After a restore, the agent must be live again (not quarantined), at the same checkpoint, with its delays armed again. */
+  async function expectRestored(process: Process, k: number, rearmed: PathRunResult['rearmed']): Promise<void> {
+    if (process.probe.problem) throw new PathTestError(process.probe.problem);
     const step = steps[k]!;
     const agent = await process.raw.getAgent(plan.agentId);
     if (!agent) throw new PathTestError('the agent is gone after the restore');
@@ -216,6 +270,17 @@ export async function runPath(plan: RunPlan, steps: readonly PathStep[], crashAf
     const extra = automatic(k + 1) ? agent.lastSeq < k + 1 : agent.lastSeq !== k + 1;
     if (extra) throw new PathTestError(`the restore committed a transition of its own (seq ${agent.lastSeq}, expected ${k + 1})`);
     await expectCheckpoint(process, k + 1, step, agent);
+    const armed = new Set(process.probe.delays.arms.filter((a) => a.step === k).map((a) => a.id));
+    const lost = rearmed.filter((t) => !armed.has(t.id)).map((t) => afterLabel(t.id) ?? t.id);
+    if (lost.length > 0) {
+      throw new PathTestError(`the restored agent did not arm again the delays its checkpoint holds: ${lost.join(', ')}`);
+    }
+  }
+
+  /** The delays the last committed checkpoint holds (what a restore must arm again). */
+  async function pendingDelays(process: Process): Promise<PathRunResult['rearmed']> {
+    const restorable = await process.raw.loadRestorable(plan.agentId);
+    return (restorable?.checkpoint?.timers ?? []).map(({ id, at }) => ({ id, at }));
   }
 
   /** Children running in the last committed checkpoint whose actors the path controls. */
@@ -249,7 +314,12 @@ export async function runPath(plan: RunPlan, steps: readonly PathStep[], crashAf
   }
 }
 
-async function collect(raw: SqliteStore, agentId: string, starts: readonly ActorStart[], restarted: PathRunResult['restarted']): Promise<PathRunResult> {
+async function collect(
+  raw: SqliteStore,
+  agentId: string,
+  starts: readonly ActorStart[],
+  restarted: PathRunResult['restarted'],
+): Promise<Omit<PathRunResult, 'spawns' | 'delays' | 'rearmed'>> {
   const agent = (await raw.getAgent(agentId))!;
   const checkpoint = (await raw.getCheckpoint(agentId, agent.lastSeq))!;
   const actions = (await raw.listActions(agentId)).map(({ seq, action, payload, result }) => ({ seq, action, payload, result: withoutTimings(result) }));
@@ -284,6 +354,8 @@ function describeAgent(agent: AgentRecord | undefined): string {
 }
 
 function describeEvent(event: EventObject): string {
+  const after = parseAfter(event.type);
+  if (after) return `${afterLabel(event.type)} in ${after.stateId}`;
   const synthetic = parseSynthetic(event.type);
   return synthetic ? `${synthetic.id}.${synthetic.kind}` : event.type;
 }

@@ -269,9 +269,9 @@ describe('pathTests: the crash comparison', () => {
   it('fails when an actor whose result was committed is started again', () => {
     const llm = (incarnation: number, afterStep: number) => ({ incarnation, afterStep, id: 'llm', src: 'callLlm', input: { task: 't1' } });
     const run = (starts: PathRunResult['starts']): PathRunResult => ({
-      state: 'idle', status: 'active', context: {}, checkpoints: 5, actions: [], effects: [], starts, restarted: [],
+      state: 'idle', status: 'active', context: {}, checkpoints: 5, actions: [], effects: [], starts, restarted: [], spawns: [], delays: [], rearmed: [],
     });
-    const same = { context: (c: unknown) => c, input: (_: string, i: unknown) => i };
+    const same = { context: (c: unknown) => c, input: (_: string, i: unknown) => i, spawnInput: (_: string, i: unknown) => i };
     expect(() => checkCrashRun(run([llm(1, 1)]), run([llm(1, 1)]), 3, same)).not.toThrow();
     expect(() => checkCrashRun(run([llm(1, 1)]), run([llm(1, 1), llm(2, 3)]), 3, same)).toThrow(
       /started again although its result was already committed[\s\S]*llm \(callLlm\) with input \{"task":"t1"\}, started by process 2 after step 3/,
