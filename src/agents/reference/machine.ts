@@ -341,7 +341,10 @@ function retryOrFail(backoffState: string, step: AgentStep) {
   ] as const;
 }
 
-/** A durable wait until the next attempt (an invoked timer: XState does not restore `after`). */
+/**
+ * A durable wait until the next attempt: an invoked timer until an absolute deadline kept in context.
+ * (Written before the runtime made `after` durable; version 3 checkpoints hold it, so it stays.)
+ */
 function backoff(id: string, then: string) {
   return {
     invoke: {

@@ -155,7 +155,7 @@ export interface AgentContext {
   agentCalls?: Record<string, string>;
   /** Calls made for the current step, the one in flight included. */
   attempt: number;
-  /** Epoch ms of the next attempt while backing off (a durable timer, not an `after`). */
+  /** Epoch ms of the next attempt while backing off (the deadline of the invoked backoff timer). */
   nextAttemptAt: number | null;
   /** Seeded PRNG state for jitter: reproducible, and it survives restores. */
   rng: number;

@@ -77,7 +77,7 @@ export const digestMachine = setup({
     // A commit barrier: left only once the checkpoint holding the draft is durable.
     drafted: { tags: [AWAIT_COMMIT_TAG], on: { [COMMITTED_EVENT]: 'waiting' } },
     waiting: {
-      // Not `after`: XState does not restore delayed transitions, but it restarts an invoked timer.
+      // Until an absolute time the event gave: an invoked timer (an `after` counts from entering the state).
       invoke: {
         id: 'wait', src: 'sleepUntil', input: ({ context }) => ({ at: context.sendAt ?? 0 }), onDone: 'delivering',
         onError: { target: 'failed', actions: assign({ error: ({ event }) => messageOf(event.error) }) },
