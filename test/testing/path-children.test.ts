@@ -1,8 +1,6 @@
 // Child agents in path tests: each step's spawns are recorded and checked (against the replay of
 // the chart, and between the uninterrupted and the crashed run), no child is created or runs, and
 // what children report comes from `children`, with their agent ids, through the inbox.
-import fs from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { assign, setup } from 'xstate';
 import { spawnAgent, type ChildEvent } from '../../src/index.js';
@@ -11,6 +9,7 @@ import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { AgentProbe } from '../../src/testing/agent-probe.js';
 import { checkCrashRun } from '../../src/testing/crash-check.js';
 import { pathTests, type PathRunResult } from '../../src/testing/index.js';
+import { failureOf } from '../helpers/path-failure.js';
 import { tempDbFile } from '../helpers/temp.js';
 
 /** idle --start--> working (spawns two `worker`s, named after the agent) --agent.done from each--> finished. */
@@ -38,16 +37,6 @@ const bossMachine = setup({
 
 const options = { machine: bossMachine, events: [{ type: 'start' }], children: { worker: { done: [{ ok: true }] } } };
 
-/** The error a case fails with; the database a failure keeps for inspection is removed. */
-async function failureOf(run: Promise<unknown>): Promise<Error> {
-  const error = await run.then(
-    () => new Error('expected the case to fail, but it passed'),
-    (e: unknown) => e as Error,
-  );
-  const kept = /database kept for inspection: (.+)$/m.exec(error.message)?.[1];
-  if (kept) fs.rmSync(path.dirname(kept), { recursive: true, force: true });
-  return error;
-}
 
 describe('pathTests: children', () => {
   const suite = pathTests(options);

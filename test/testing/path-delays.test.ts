@@ -1,13 +1,12 @@
 // `after` in path tests: the traversal takes a delayed transition as a "time passes" step, and the
 // run makes the runtime's own durable delay due (it never comes due on its own in a path run).
-import fs from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { assign, fromPromise, setup } from 'xstate';
 import { createRuntime } from '../../src/runtime/runtime.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { AgentProbe } from '../../src/testing/agent-probe.js';
 import { pathTests } from '../../src/testing/index.js';
+import { failureOf } from '../helpers/path-failure.js';
 import { tempDbFile } from '../helpers/temp.js';
 
 const never = fromPromise<unknown, unknown>(() => new Promise(() => {}));
@@ -29,16 +28,6 @@ const timerMachine = setup({ actors: { work: never } }).createMachine({
 
 const AFTER = 'xstate.after.60000.timer.waiting';
 
-/** The error a case fails with; the database a failure keeps for inspection is removed. */
-async function failureOf(run: Promise<unknown>): Promise<Error> {
-  const error = await run.then(
-    () => new Error('expected the case to fail, but it passed'),
-    (e: unknown) => e as Error,
-  );
-  const kept = /database kept for inspection: (.+)$/m.exec(error.message)?.[1];
-  if (kept) fs.rmSync(path.dirname(kept), { recursive: true, force: true });
-  return error;
-}
 
 describe('pathTests: after', () => {
   const suite = pathTests({ machine: timerMachine, events: [{ type: 'start' }] });

@@ -2,14 +2,13 @@
 // Unit tests of the path-test helper itself: what it derives, what it generates, and that a wrong
 // expectation, a machine that does more than the path says, or a crash that changes something
 // each make a case fail.
-import fs from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { assign, createMachine, fromCallback, fromPromise, setup } from 'xstate';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from '../../src/durable/commit-barrier.js';
 import { checkCrashRun } from '../../src/testing/crash-check.js';
 import { agentPathTestOptions, crashableStore, pathTests, PathTestError, ProcessCrashedError, type PathRunResult } from '../../src/testing/index.js';
+import { failureOf } from '../helpers/path-failure.js';
 import { tempDbFile } from '../helpers/temp.js';
 import { approvalDefinition, approvalMachine } from './approval-machine.js';
 
@@ -38,16 +37,6 @@ const chainMachine = setup({}).createMachine({
   },
 });
 
-/** The error a case fails with; the database a failure keeps for inspection is removed. */
-async function failureOf(run: Promise<unknown>): Promise<Error> {
-  const error = await run.then(
-    () => new Error('expected the case to fail, but it passed'),
-    (e: unknown) => e as Error,
-  );
-  const kept = /database kept for inspection: (.+)$/m.exec(error.message)?.[1];
-  if (kept) fs.rmSync(path.dirname(kept), { recursive: true, force: true });
-  return error;
-}
 
 /** idle --start--> saved (a commit barrier) --runtime.committed--> sending (invokes `send`: done → idle). */
 const barrierMachine = setup({ actors: { send: never } }).createMachine({
