@@ -227,31 +227,32 @@ export class Runtime {
    */
   async stop(agentId: string): Promise<void> {
     const agent = await this.agentOrThrow(agentId);
-    const descendants = await this.activeDescendants(agentId);
-    for (const id of [agentId, ...descendants]) {
-      const host = this.live.get(id);
-      if (host) this.live.unload(host);
+    this.unloadHere(agentId);
+    if (agent.status === 'active') await this.live.writeStatus(agentId, 'stopped', null, agent.parent ?? undefined);
+    // A level at a time, each read once the level above is stopped: a stopped agent's checkpoints are
+    // refused from then on (in any process), so none of them can spawn a child this read misses.
+    const seen = new Set([agentId]);
+    for (let level = [agentId]; level.length > 0; ) {
+      const children = (await Promise.all(level.map((id) => this.activeChildren(id)))).flat().filter((id) => !seen.has(id));
+      for (const id of children) seen.add(id), this.unloadHere(id);
+      await Promise.all(children.map((id) => this.live.writeStatus(id, 'stopped', null)));
+      level = children;
     }
-    const stops: Promise<void>[] = [];
-    if (agent.status === 'active') stops.push(this.live.writeStatus(agentId, 'stopped', null, agent.parent ?? undefined));
-    for (const id of descendants) stops.push(this.live.writeStatus(id, 'stopped', null));
-    await Promise.all(stops);
   }
 
-  /** The active agents below this one (children, their children…), parents first. */
-  private async activeDescendants(agentId: string): Promise<string[]> {
+  private unloadHere(agentId: string): void {
+    const host = this.live.get(agentId);
+    if (host) this.live.unload(host);
+  }
+
+  private async activeChildren(parent: string): Promise<string[]> {
     const found: string[] = [];
-    const seen = new Set([agentId]);
-    for (let i = -1; i < found.length; i++) {
-      const parent = i < 0 ? agentId : found[i]!;
-      for (let cursor: string | undefined; ; ) {
-        const page = await this.store.listAgents({ parent, status: 'active', limit: 1000, ...(cursor ? { cursor } : {}) });
-        for (const child of page.items) if (!seen.has(child.id)) seen.add(child.id), found.push(child.id);
-        if (!page.nextCursor) break;
-        cursor = page.nextCursor;
-      }
+    for (let cursor: string | undefined; ; ) {
+      const page = await this.store.listAgents({ parent, status: 'active', limit: 1000, ...(cursor ? { cursor } : {}) });
+      found.push(...page.items.map((a) => a.id));
+      if (!page.nextCursor) return found;
+      cursor = page.nextCursor;
     }
-    return found;
   }
 
   /** A new agent restored from one checkpoint of another, started. */

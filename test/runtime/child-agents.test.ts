@@ -19,11 +19,11 @@ import { spawnAgent, type ChildEvent, type MachineDefinition } from '../../src/i
 /** A parent that spawns a child of the machine an event names, and keeps every report it gets. */
 const collector: MachineDefinition = {
   name: 'collector',
-  machine: setup({ types: { context: {} as { reports: ChildEvent[] }, events: {} as { type: 'start'; machine: string; id: string } | ChildEvent } }).createMachine({
+  machine: setup({ types: { context: {} as { reports: ChildEvent[] }, events: {} as { type: 'start'; machine: string; id: string; input?: unknown } | ChildEvent } }).createMachine({
     id: 'collector',
     context: { reports: [] },
     on: {
-      start: { actions: spawnAgent(({ event }) => event.machine, { id: ({ event }) => event.id, input: { n: 2 } }) },
+      start: { actions: spawnAgent(({ event }) => event.machine, { id: ({ event }) => event.id, input: ({ event }) => event.input ?? { n: 2 } }) },
       'agent.done': { actions: assign({ reports: ({ context, event }) => [...context.reports, event] }) },
       'agent.failed': { actions: assign({ reports: ({ context, event }) => [...context.reports, event] }) },
     },
@@ -104,6 +104,19 @@ describe('child agents', () => {
     await t.runtime.stop('s3');
     expect((await t.runtime.view('s3')).status).toBe('stopped');
     for (let i = 0; i < 3; i++) expect((await t.runtime.view(workerId('s3', i))).status).toBe('stopped');
+    expect(t.runtime.liveAgents).toBe(0);
+  });
+
+  it('stops the whole tree below an agent: children, and theirs', async () => {
+    const t = await start({ machines: [collector, supervisorDefinition, simulatedAgents(60_000)] });
+    await t.runtime.spawn('collector', { id: 'top' });
+    await t.runtime.send('top', { type: 'start', machine: 'collector', id: 'top:mid' });
+    await waitForView(t.runtime, 'top', (v) => (v.children?.length ?? 0) === 1);
+    await t.runtime.send('top:mid', { type: 'start', machine: 'supervisor', id: 'top:mid:s', input: { question: 'Deep?' } });
+    await waitForView(t.runtime, 'top:mid:s', (v) => (v.children?.length ?? 0) === 3);
+    await t.runtime.stop('top');
+    const tree = ['top', 'top:mid', 'top:mid:s', ...[0, 1, 2].map((i) => workerId('top:mid:s', i))];
+    for (const id of tree) expect((await t.runtime.view(id)).status, id).toBe('stopped');
     expect(t.runtime.liveAgents).toBe(0);
   });
 
