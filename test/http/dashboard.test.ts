@@ -379,7 +379,7 @@ describe('dashboard building blocks', () => {
     expect(edge('callingLLM.backingOff', 'callingLLM.requesting')?.label).toBe('llmBackoff done / llmBackoff error');
     expect(edge('sideEffect.awaitingApproval', 'sideEffect.routing')?.label).toBe('tool.approve [isPendingCall] / tool.reject [isPendingCall]');
     expect(edge('sideEffect.runningTools', 'sideEffect.awaitingAgents')?.label).toBe('tools done');
-    expect(edge('sideEffect.awaitingAgents', 'callingLLM')?.label).toBe('always [callsAnsweredTurnsLeft]');
+    expect(edge('sideEffect.awaitingAgents', 'callingLLM')?.label).toBe('after agentCallsTimeout [turnsLeft] / always [callsAnsweredTurnsLeft]');
     expect(diagram.edges.filter((e) => e.initial).map((e) => e.to).sort()).toEqual(['callingLLM.requesting', 'idle', 'sideEffect.routing']);
     for (const e of diagram.edges) expect(e.points.length, e.id).toBeGreaterThanOrEqual(2);
     expect(diagram.internal).toEqual([{ state: '', events: ['task.add', 'agent.response [isAwaitedChild]', 'agent.done [isAwaitedChild]', 'agent.failed [isAwaitedChild]'] }]);

@@ -23,7 +23,7 @@ const collector: MachineDefinition = {
     id: 'collector',
     context: { reports: [] },
     on: {
-      start: { actions: spawnAgent(({ event }) => event.machine, { id: ({ event }) => event.id, input: ({ event }) => event.input ?? { n: 2 } }) },
+      start: { actions: spawnAgent(({ event }) => event.machine, { id: ({ event }) => event.id, input: ({ event }: { event: { input?: unknown } }) => event.input ?? { n: 2 } }) },
       'agent.done': { actions: assign({ reports: ({ context, event }) => [...context.reports, event] }) },
       'agent.failed': { actions: assign({ reports: ({ context, event }) => [...context.reports, event] }) },
     },
@@ -196,6 +196,22 @@ describe('what a child reports', () => {
 });
 
 describe('agents as tools (the reference agent)', () => {
+  it("goes on without a child that does not answer within the tool's timeoutMs (a durable delay)", async () => {
+    const fake = await startFakeOpenAI();
+    try {
+      // A collector never answers: the call's result says it timed out, and the model answers without it.
+      const t = await start({ machines: [collector, agentDefinition({ llm: createOpenAiClient({ baseURL: fake.url }), defaults: { baseDelayMs: 1 } })] });
+      fake.script({ toolCalls: [{ id: 'c1', name: 'slow', arguments: { task: 'Take your time.' } }] }, { content: 'Went on without it.' });
+      await t.runtime.spawn('agent', { id: 'impatient', input: { tasks: ['Ask the slow one.'], tools: [{ name: 'slow', agent: { machine: 'collector', timeoutMs: 300 } }] } });
+      const view = await waitForView(t.runtime, 'impatient', (v) => v.state === 'idle' && v.progress === 1);
+      expect((view.context as AgentContext).results[0]!.response).toBe('Went on without it.');
+      expect(fake.calls[1]!.rawMessages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'c1', content: JSON.stringify({ error: 'The agent did not answer within 300 ms.', timedOut: true }) });
+      expect((await t.runtime.view('impatient:1:c1')).status).toBe('active');
+    } finally {
+      await fake.close();
+    }
+  });
+
   it("spawns one child per call with the call's task, and the child's response is the tool result", async () => {
     const fake = await startFakeOpenAI();
     try {

@@ -7,7 +7,7 @@ import { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from '../../durable/commit-barrier.
 import { spawnAgent } from '../../durable/spawn-agent.js';
 import type { LlmAnswer } from '../../llm/client.js';
 import {
-  addUsage, agentCallsToStart, answerMessage, approvalsNeeded, childReportContent, DEFAULT_MAX_TURNS, failureKind, NO_TOTALS, requestMessages, unansweredCalls,
+  addUsage, agentCallsTimeoutMs, agentCallsToStart, answerMessage, approvalsNeeded, childReportContent, DEFAULT_MAX_TURNS, failureKind, NO_TOTALS, requestMessages, unansweredCalls,
   retryAfterMs, TASK_PARAMETERS, toLastError, toolDefinitions,
 } from './steps.js';
 import type {
@@ -133,6 +133,17 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
         if (callId === undefined) return {};
         return { messages: [...context.messages, { role: 'tool' as const, toolCallId: callId, content: childReportContent(event as never) }] };
       }),
+      // The children that did not answer in time: each call's result says so, and the model goes on.
+      timeOutAgentCalls: assign(({ context }) => ({
+        messages: [
+          ...context.messages,
+          ...unansweredCalls(context.messages).map((call) => ({
+            role: 'tool' as const,
+            toolCallId: call.id,
+            content: JSON.stringify({ error: `The agent did not answer within ${duration(agentCallsTimeoutMs(context))}.`, timedOut: true }),
+          })),
+        ],
+      })),
       storeToolResults: assign(({ context }, results: ToolResult[]) => ({
         messages: [...context.messages, ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.callId, content: r.content }))],
         attempt: 0,
@@ -163,6 +174,7 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
       skipTask: assign(({ context }) => ({ skipped: context.skipped + 1, ...endOfTask })),
       resetAttempts: assign({ attempt: 0, nextAttemptAt: null }),
     },
+    delays: { agentCallsTimeout: ({ context }) => agentCallsTimeoutMs(context) },
   }).createMachine({
     id: 'agent',
     version: AGENT_MACHINE_VERSION,
@@ -288,11 +300,18 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
           },
           // Until every call has its result: the child agents' reports come into the inbox (a durable
           // wait: nothing runs here, and a passivated agent is woken by the report).
+          // At most the agent tools' time limit (a durable delay: it keeps its deadline across restarts).
           awaitingAgents: {
             always: [
               { guard: 'callsAnsweredTurnsLeft', target: '#agent.callingLLM' },
               { guard: 'callsAnswered', target: '#agent.failed', actions: 'recordTurnLimit' },
             ],
+            after: {
+              agentCallsTimeout: [
+                { guard: 'turnsLeft', target: '#agent.callingLLM', actions: 'timeOutAgentCalls' },
+                { target: '#agent.failed', actions: ['timeOutAgentCalls', 'recordTurnLimit'] },
+              ],
+            },
           },
           toolsBackoff: backoff('toolsBackoff', 'runningTools'),
           // The task's response is in: its webhook (named as in version 2, whose checkpoints restore here).
@@ -357,6 +376,8 @@ function backoff(id: string, then: string) {
     },
   } as const;
 }
+
+const duration = (ms: number) => (ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`);
 
 /** The call whose child agent sent this report, if it is one of the last answer's calls with no result yet. */
 function awaitedCall(context: AgentContext, event: { type: string; agentId?: unknown }): string | undefined {

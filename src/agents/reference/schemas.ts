@@ -22,7 +22,11 @@ const agentToolSchema = z
     name: z.string().regex(TOOL_NAME, 'a tool name is 1–64 characters from A-Z a-z 0-9 _ -'),
     description: z.string().max(10_000).optional(),
     agent: z
-      .object({ machine: z.string().min(1).max(200), input: z.record(z.string(), z.unknown()).optional() })
+      .object({
+        machine: z.string().min(1).max(200),
+        input: z.record(z.string(), z.unknown()).optional(),
+        timeoutMs: z.number().int().positive().max(7 * 24 * 3_600_000).optional(),
+      })
       .strict(),
     approval: z.boolean().optional(),
   })

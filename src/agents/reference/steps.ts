@@ -87,6 +87,18 @@ export function agentCallsToStart(context: Pick<AgentContext, 'messages' | 'tool
   });
 }
 
+/** How long an agent tool's child is waited for unless the tool says (`agent.timeoutMs`). */
+export const DEFAULT_AGENT_TOOL_TIMEOUT_MS = 10 * 60_000;
+
+/** How long to wait for the children of the last answer's agent calls: the longest of their tools' limits. */
+export function agentCallsTimeoutMs(context: Pick<AgentContext, 'messages' | 'tools'>): number {
+  const limits = unansweredCalls(context.messages).flatMap((call) => {
+    const agent = context.tools.find((t) => t.name === call.name)?.agent;
+    return agent ? [agent.timeoutMs ?? DEFAULT_AGENT_TOOL_TIMEOUT_MS] : [];
+  });
+  return limits.length > 0 ? Math.max(...limits) : DEFAULT_AGENT_TOOL_TIMEOUT_MS;
+}
+
 /** The task of an agent tool call, when its arguments are `{"task": "<non-empty>"}`. */
 export function agentTask(argumentsText: string): string | undefined {
   const args = parseArguments(argumentsText) as { task?: unknown } | null;

@@ -29,7 +29,7 @@ export interface HttpToolInput {
 export interface AgentToolInput {
   name: string;
   description?: string;
-  agent: { machine: string; input?: Record<string, unknown> };
+  agent: { machine: string; input?: Record<string, unknown>; timeoutMs?: number };
   approval?: boolean;
 }
 
@@ -45,8 +45,8 @@ export interface ToolSpec {
   approval: boolean;
   /** Set for an HTTP tool; absent for a tool registered in code. */
   url?: string;
-  /** Set for an agent tool: the child agent each call spawns. */
-  agent?: { machine: string; input?: Record<string, unknown> };
+  /** Set for an agent tool: the child agent each call spawns, and how long its answer is waited for (default 10 min). */
+  agent?: { machine: string; input?: Record<string, unknown>; timeoutMs?: number };
 }
 
 /** Server-wide defaults an agent's input may override. */

@@ -31,6 +31,8 @@ describe('agent statechart: generated paths', () => {
         'xstate.error.actor.effect',
         'xstate.done.actor.effectBackoff',
         'xstate.error.actor.effectBackoff',
+        // Time passes: the agent tools' time limit.
+        'xstate.after.agentCallsTimeout.agent.sideEffect.awaitingAgents',
       ]),
     );
   });

@@ -14,7 +14,7 @@ describe('durable-agents paths', () => {
     expect(code).toBe(0);
     const count = pathTests(agentPathTestOptions()).paths.length;
     expect(lines[0]).toMatch(new RegExp(`^agent \\(version 3\\): ${count} paths \\(.*\\), \\d+ crash cases$`));
-    expect(lines[1]).toBe('coverage: 15/15 states, 32/32 transitions');
+    expect(lines[1]).toBe('coverage: 15/15 states, 34/34 transitions');
     expect(lines.filter((l) => /^#\d+ /.test(l))).toHaveLength(count);
     // A path block: its name, then one line per step: number, event, state.
     const start = lines.indexOf('#001 finish ⇒ done (done)');
