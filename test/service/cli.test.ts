@@ -45,7 +45,8 @@ function start(command: string[], env: NodeJS.ProcessEnv = {}): Run {
   let text = '';
   child.stdout!.on('data', (c: Buffer) => (text += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (text += c.toString()));
-  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // `close`, not `exit`: the output's last lines may still be in the pipes when the process has exited.
+  const exit = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   const run = { child, output: () => text, exit };
   started.push(run);
   return run;
