@@ -48,7 +48,7 @@ export async function startServer(options: { store: string[]; llmUrl: string; ex
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
+    child.once('close', (code, signal) => resolve({ code, signal })), // once the pipes are drained: output read after it is whole
   );
   const server: ServerProcess = { url: '', child, output, exit };
   running.add(server);

@@ -19,7 +19,7 @@ function runCli(args: string[]): Promise<{ code: number | null; output: string }
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));
     child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, output }));
+    child.once('close', (code) => resolve({ code, output })); // once the pipes are drained, not only exited
   });
 }
 
