@@ -6,6 +6,7 @@ import { freshSchema, postgresUrl } from '../helpers/postgres.js';
 import type { AgentView } from '../../src/runtime/views.js';
 import { api, AUTH, killAllServers, startServer, waitForAgent, type ServerProcess } from '../helpers/server-process.js';
 import { sseReader } from '../http/harness.js';
+import { sleep } from './crash-harness.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { startWebhookSink, type WebhookSink } from '../support/webhook-sink.js';
 
@@ -159,6 +160,16 @@ describe('scale-out on Postgres (real processes)', () => {
       expect((await api(owner!, 'POST', '/agents/watched/events', { type: 'task.add', task })).status).toBe(202);
     }
     await readUntil((v) => v.state === 'idle' && v.progress === 2);
+    // Relayed text travels apart from the checkpoints (NOTIFY from another connection, every 20 ms):
+    // on a loaded machine the last call's tokens may come after the snapshots that follow it. Read on
+    // until both answers are whole, for a few seconds at most.
+    const text = (seq: number) => tokens.filter((t) => t.seq === seq).map((t) => t.delta).join('');
+    for (const deadline = Date.now() + 5_000; Date.now() < deadline && (text(1) !== 'answer: first' || text(2) !== 'answer: second'); ) {
+      const event = await Promise.race([stream.next(), sleep(deadline - Date.now()).then(() => null)]);
+      if (event === null) break;
+      if (!event) throw new Error('the stream ended early');
+      if (event.event === 'token') tokens.push(JSON.parse(event.data) as (typeof tokens)[number]);
+    }
     // One view per transition, in order, though they were committed in the other process: the views
     // after the first are the checkpoints written since, one for one.
     const shown = (v: { state: unknown; progress: number }) => `${JSON.stringify(v.state)}@${v.progress}`;
