@@ -10,7 +10,7 @@ import type { WriteOf } from '../store/write-plan.js';
 import { DurableTimers } from './durable-timers.js';
 import { OUTBOX_EVENT, type OutboxEmit } from '../durable/send-to-agent.js';
 import { SPAWN_EVENT, type SpawnEmit } from '../durable/spawn-agent.js';
-import { childEventKey, type ChildDoneEvent, type ChildFailedEvent } from '../durable/child-events.js';
+import { addEndReport, addMessage, addRefusedSpawn, addSpawn } from './checkpoint-outbox.js';
 import { awaitsCommit, COMMITTED_EVENT } from '../durable/commit-barrier.js';
 import { createDurableActor, type TransitionSink } from './durable-machine.js';
 import type { ActorDeclaration, PersistedSnapshotJson } from '../durable/definition.js';
@@ -227,7 +227,8 @@ export class AgentHost implements TransitionSink {
       actions: action ? [action] : [],
     };
     if (this.timers.size > 0) write.timers = this.timers.list();
-    if (status !== 'active' && this.parent !== undefined) this.reportEnd(write, next);
+    // A child's end goes to its parent's inbox with the checkpoint that ended it (child-events.ts).
+    if (status !== 'active' && this.parent !== undefined) addEndReport(write, this.parent, next);
     // Its deferred effects (run right after this returns, before the write is flushed) may still change the delays.
     this.openCheckpoint = write;
     this.unchangedBy = undefined;
@@ -329,8 +330,7 @@ export class AgentHost implements TransitionSink {
       this.owner.log.warn({ agentId: this.agentId, to: message.to, event: message.event?.type }, 'a message sent outside a transition was dropped');
       return;
     }
-    const outbox = (write.outbox ??= []);
-    outbox.push({ to: message.to, event: message.event, key: `${this.agentId}:${write.seq}:${outbox.length}` });
+    addMessage(write, message.to, message.event);
   }
 
   /**
@@ -348,21 +348,10 @@ export class AgentHost implements TransitionSink {
     if (!child) return; // spawns are not this runtime's to make (RuntimeOptions.childAgents)
     if ('refused' in child) {
       this.owner.log.error({ agentId: this.agentId, child: spawn.id, machine: spawn.machine }, child.refused);
-      const failure: ChildFailedEvent = { type: 'agent.failed', agentId: String(spawn.id), error: { name: 'SpawnRefused', code: 'spawn_refused', message: child.refused } };
-      const outbox = (write.outbox ??= []);
-      outbox.push({ to: this.agentId, event: failure, key: `${this.agentId}:${write.seq}:${outbox.length}` });
+      addRefusedSpawn(write, String(spawn.id), child.refused);
       return;
     }
-    if (!(write.spawns ??= []).some((s) => s.id === child.id)) write.spawns.push(child);
-  }
-
-  /** A child's end goes to its parent's inbox with the checkpoint that ended it (child-events.ts). */
-  private reportEnd(write: WriteOf<'checkpoint'>, next: AnyMachineSnapshot): void {
-    const event: ChildDoneEvent | ChildFailedEvent =
-      next.status === 'done'
-        ? { type: 'agent.done', agentId: this.agentId, output: next.output ?? null }
-        : { type: 'agent.failed', agentId: this.agentId, error: failureOf(next.error) };
-    (write.outbox ??= []).push({ to: this.parent!, event, key: childEventKey.ended(this.agentId) });
+    addSpawn(write, child);
   }
 
   private setTimers(write: WriteOf<'checkpoint'>, timers: PendingTimer[]): void {
@@ -446,15 +435,6 @@ function isEmpty(record: Record<string, unknown>): boolean {
 function progressOf(snapshot: AnyMachineSnapshot): number {
   const progress = (snapshot.context as { progress?: unknown } | undefined)?.progress;
   return typeof progress === 'number' ? progress : 0;
-}
-
-/** What a parent is told of its child's error: plain JSON, no stack. */
-export function failureOf(error: unknown): ChildFailedEvent['error'] {
-  if (error instanceof Error) {
-    const code = (error as { code?: unknown }).code;
-    return { name: error.name, message: error.message, ...(typeof code === 'string' ? { code } : {}) };
-  }
-  return { message: typeof error === 'string' ? error : 'The child agent failed.' };
 }
 
 function toErrorData(error: unknown): unknown {
