@@ -101,6 +101,30 @@ export interface WritePlan {
   spawned: NewAgent[];
 }
 
+/**
+ * Every agent the batch may read or change: what each write names, a checkpoint's spawns and the
+ * recipients of its outbox. For a store that reads (and locks) the rows before planning.
+ */
+export function agentsNamed(writes: readonly Write[]): string[] {
+  const ids = new Set<string>();
+  for (const w of writes) {
+    ids.add(w.agentId);
+    if (w.kind !== 'checkpoint') continue;
+    for (const child of w.spawns ?? []) ids.add(child.id);
+    for (const m of w.outbox ?? []) ids.add(m.to);
+  }
+  return [...ids];
+}
+
+/** The events under an idempotency key the batch may append: keyed event writes and every outbox message. */
+export function keyedEvents(writes: readonly Write[]): { agentId: string; key: string }[] {
+  return writes.flatMap((w) => {
+    if (w.kind === 'event') return w.idempotencyKey === null ? [] : [{ agentId: w.agentId, key: w.idempotencyKey }];
+    if (w.kind === 'checkpoint') return (w.outbox ?? []).map((m) => ({ agentId: m.to, key: m.key }));
+    return [];
+  });
+}
+
 /** Plays `writes` in order. Throws NotFoundError for a write other than an event that names no agent. */
 export function planWrites(writes: readonly Write[], input: PlanInput): WritePlan {
   return new WritePlanner(input).play(writes);

@@ -377,6 +377,27 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       await store.close();
     });
 
+    it("appends a checkpoint's outbox to other agents' inboxes in its transaction, once per key, and drops one for an agent that has ended", async () => {
+      const store = await open();
+      for (const id of ['sender', 'recipient', 'ended']) await store.createAgent(newAgent(id));
+      await store.commit([{ kind: 'status', agentId: 'ended', status: 'stopped', error: null, at: at() }]);
+      // Nothing else in the batch names the recipient: the store finds it from the outbox.
+      const message = (n: number) => ({ to: 'recipient', event: { type: 'msg', n }, key: `sender:1:${n}` });
+      const [taken] = await store.commit([
+        checkpoint('sender', 1, { outbox: [message(0), message(1), { to: 'ended', event: { type: 'msg' }, key: 'sender:1:2' }] }),
+      ]);
+      expect(taken).toBeUndefined();
+      // The same messages again (the transition committed again after a crash, under the same keys): none twice.
+      await store.commit([checkpoint('sender', 2, { outbox: [message(0), message(1)] })]);
+      expect((await store.eventsAfter('recipient', 0)).map((e) => [e.event, e.idempotencyKey])).toEqual([
+        [{ type: 'msg', n: 0 }, 'sender:1:0'],
+        [{ type: 'msg', n: 1 }, 'sender:1:1'],
+      ]);
+      expect(await store.eventsAfter('ended', 0)).toEqual([]);
+      expect((await store.getAgent('sender'))?.lastSeq).toBe(2);
+      await store.close();
+    });
+
     it("creates a checkpoint's child agents in its transaction, once, with their parent, and lists a parent's children", async () => {
       const store = await open();
       await store.createAgent(newAgent('parent'));

@@ -14,7 +14,7 @@ import type pg from 'pg';
 import type { ActionWrite, Write, WriteResult } from '../store.js';
 import { formatCode, json } from '../rows.js';
 import {
-  planWrites, type AcceptedEvent, type AgentAfter, type AgentRead, type AppliedCheckpoint, type WriteOf,
+  agentsNamed, keyedEvents, planWrites, type AcceptedEvent, type AgentAfter, type AgentRead, type AppliedCheckpoint, type WriteOf,
   type WritePlan,
 } from '../write-plan.js';
 import { notificationPayload } from './inbox-listener.js';
@@ -72,7 +72,7 @@ async function insertChildren(client: pg.ClientBase, plan: WritePlan, owner: str
  * A row that changed while this waited for its lock is read as committed (`for update` re-reads it).
  */
 async function lockAgents(client: pg.ClientBase, writes: readonly Write[]): Promise<Map<string, AgentRead>> {
-  const ids = [...new Set(writes.flatMap((w) => (w.kind === 'checkpoint' && w.spawns ? [w.agentId, ...w.spawns.map((s) => s.id)] : [w.agentId])))];
+  const ids = agentsNamed(writes);
   const { rows } = await client.query<AgentRead>(
     prepared(
       `select id, owner, status, event_seq as "eventSeq", inbox_position as "inboxPosition"
@@ -93,16 +93,15 @@ async function committedEventKeys(
   writes: readonly Write[],
   agents: ReadonlyMap<string, AgentRead>,
 ): Promise<Map<string, Map<string, number>>> {
-  const keyed = writes.filter(
-    (w): w is WriteOf<'event'> => w.kind === 'event' && w.idempotencyKey !== null && agents.has(w.agentId),
-  );
+  // Outbox messages included: a checkpoint committed again after a crash sends none of them twice.
+  const keyed = keyedEvents(writes).filter((e) => agents.has(e.agentId));
   const found = new Map<string, Map<string, number>>();
   if (keyed.length === 0) return found;
   const { rows } = await client.query<{ agent_id: string; idempotency_key: string; seq: number }>(
     prepared(
       `select e.agent_id, e.idempotency_key, e.seq
        from events e join unnest($1::text[], $2::text[]) as k (agent_id, idempotency_key) using (agent_id, idempotency_key)`,
-      [keyed.map((w) => w.agentId), keyed.map((w) => w.idempotencyKey)],
+      [keyed.map((e) => e.agentId), keyed.map((e) => e.key)],
     ),
   );
   for (const row of rows) {
