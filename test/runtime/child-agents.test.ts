@@ -13,6 +13,8 @@ import { startFakeOpenAI } from '../support/fake-openai.js';
 import { crashableStore } from '../../src/testing/index.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { tempDbFile } from '../helpers/temp.js';
+import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { freshSchema, postgresUrl } from '../helpers/postgres.js';
 import { assign, setup } from 'xstate';
 import { spawnAgent, type ChildEvent, type MachineDefinition } from '../../src/index.js';
 
@@ -180,6 +182,17 @@ describe('what a child reports', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(reportsOf(await t.runtime.view('col'))).toHaveLength(2);
     expect((await t.store.eventsAfter('col', 0)).filter((e) => e.event.type.startsWith('agent.')).map((e) => e.idempotencyKey)).toEqual(['col:d:ended', 'col:x:ended']);
+  });
+
+  it('reports the same on Postgres, where the report travels in the outbox of the child\'s last checkpoint', async () => {
+    const store = await openPostgresStore(postgresUrl, { schema: freshSchema(), leaseMs: 5_000 });
+    const t = await start({ machines: [collector, doubler, crasher], store });
+    await t.runtime.spawn('collector', { id: 'pg-col' });
+    await t.runtime.send('pg-col', { type: 'start', machine: 'doubler', id: 'pg-col:d' });
+    await t.runtime.send('pg-col', { type: 'start', machine: 'crasher', id: 'pg-col:x' });
+    const view = await waitForView(t.runtime, 'pg-col', (v) => reportsOf(v).length === 2);
+    expect(reportsOf(view).map((r) => [r.type, r.agentId])).toEqual([['agent.done', 'pg-col:d'], ['agent.failed', 'pg-col:x']]);
+    expect(reportsOf(view)[0]).toMatchObject({ output: { doubled: 4 } });
   });
 
   it('wakes a passivated parent with its children\'s reports', async () => {
