@@ -24,21 +24,23 @@ export function addSpawn(write: Checkpoint, child: NewAgent): void {
 
 /** A spawn that cannot be made, told to the spawning agent itself as its child's failure. */
 export function addRefusedSpawn(write: Checkpoint, childId: string, why: string): void {
-  const failure: ChildFailedEvent = { type: 'agent.failed', agentId: childId, error: { name: 'SpawnRefused', code: 'spawn_refused', message: why } };
-  addMessage(write, write.agentId, failure);
+  addMessage(write, write.agentId, failedReport(childId, { name: 'SpawnRefused', code: 'spawn_refused', message: why }));
 }
 
 /** A child's end, for its parent's inbox, keyed once per child. */
 export function addEndReport(write: Checkpoint, parent: string, ended: AnyMachineSnapshot): void {
   const event: ChildDoneEvent | ChildFailedEvent =
-    ended.status === 'done'
-      ? { type: 'agent.done', agentId: write.agentId, output: ended.output ?? null }
-      : { type: 'agent.failed', agentId: write.agentId, error: failureOf(ended.error) };
+    ended.status === 'done' ? { type: 'agent.done', agentId: write.agentId, output: ended.output ?? null } : failedReport(write.agentId, failureOf(ended.error));
   (write.outbox ??= []).push({ to: parent, event, key: childEventKey.ended(write.agentId) });
 }
 
+/** `agent.failed` for a child: also what a status write outside any transition (a stop, a crash) tells the parent. */
+export function failedReport(childId: string, error: ChildFailedEvent['error']): ChildFailedEvent {
+  return { type: 'agent.failed', agentId: childId, error };
+}
+
 /** What a parent is told of its child's error: plain JSON, no stack. */
-export function failureOf(error: unknown): ChildFailedEvent['error'] {
+function failureOf(error: unknown): ChildFailedEvent['error'] {
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code;
     return { name: error.name, message: error.message, ...(typeof code === 'string' ? { code } : {}) };

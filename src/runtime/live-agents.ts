@@ -9,7 +9,8 @@ import type { RegisteredMachine } from './registered-machine.js';
 import { readSnapshot } from './restore.js';
 import { ID_PATTERN } from '../core/ids.js';
 import { validateInput } from './registered-machine.js';
-import { childEventKey, type ChildFailedEvent } from '../durable/child-events.js';
+import { childEventKey } from '../durable/child-events.js';
+import { failedReport } from './checkpoint-outbox.js';
 import type { SpawnEmit } from '../durable/spawn-agent.js';
 import type { NewAgent } from '../store/store.js';
 import { liveView, storedView, type AgentView } from './views.js';
@@ -164,11 +165,10 @@ export class LiveAgents implements HostOwner {
     const at = new Date().toISOString();
     const written = this.options.committer.enqueue({ kind: 'status', agentId, status, error, at });
     if (parent !== undefined) {
-      const failure: ChildFailedEvent = {
-        type: 'agent.failed',
+      const failure = failedReport(
         agentId,
-        error: status === 'stopped' ? { name: 'Stopped', code: 'stopped', message: 'The child agent was stopped.' } : { name: error?.name ?? 'Error', message: error?.message ?? 'The child agent failed.' },
-      };
+        status === 'stopped' ? { name: 'Stopped', code: 'stopped', message: 'The child agent was stopped.' } : { name: error?.name ?? 'Error', message: error?.message ?? 'The child agent failed.' },
+      );
       const told = this.options.committer.enqueue({ kind: 'event', agentId: parent, event: failure, idempotencyKey: childEventKey.ended(agentId), at });
       // A parent that has ended (or was stopped with it) takes no event: nothing to tell.
       void told.then(() => this.deliverInbox(parent), () => undefined);
@@ -237,8 +237,13 @@ export class LiveAgents implements HostOwner {
       at: checkpoint.transitionAt,
     });
     if (checkpoint.sentTo) for (const to of new Set(checkpoint.sentTo)) void this.deliverInbox(to);
-    // Its new children start here (on a shared store this process owns them); one already live is left as it is.
-    if (checkpoint.spawned) for (const child of checkpoint.spawned) void this.deliverInbox(child);
+    // Its new children start here (on a shared store this process owns them); one already live is left as
+    // it is. Waking one reads the events already in its inbox.
+    if (checkpoint.spawned) {
+      for (const child of checkpoint.spawned) {
+        this.wake(child).catch((err: unknown) => this.log.warn({ agentId: child, err }, 'could not start a new child agent; recovery or its next event will'));
+      }
+    }
     if (checkpoint.status !== 'active') this.forget(host);
     else if (this.options.passivateAfterMs !== undefined && host.isResting()) this.schedulePassivation(host);
     this.options.watchers.publish(host.agentId, () => liveView(host)!, checkpoint.seq);

@@ -189,7 +189,7 @@ export class Runtime {
     const checked = validateEvent(machine, event);
     const refuse = machine.refuse?.[checked.type];
     if (refuse) {
-      const view = await this.view(agentId);
+      const view = await this.ownView(agentId);
       const refusal = view.status === 'active' ? refuse(checked, { state: view.state, context: view.context }) : undefined;
       if (refusal) throw new ConflictError(refusal);
     }
@@ -273,22 +273,23 @@ export class Runtime {
     });
     if (!created) throw new ConflictError(`An agent with id "${newId}" already exists.`);
     if (agent.status === 'active') await this.live.activate(agent, { ...checkpoint, agentId: newId, seq: 1 });
-    return this.view(newId);
+    return this.ownView(newId); // a new agent: no children
   }
 
   // --- queries ----------------------------------------------------------------------------------
 
-  /** The agent's view, with the ids of the agents it spawned (the first 1,000). */
-  async view(agentId: string): Promise<AgentView> {
-    const [view, children] = await Promise.all([this.ownView(agentId), this.store.listAgents({ parent: agentId, limit: 1000 })]);
+  /**
+   * The agent's view, with the ids of the agents it spawned (the first 1,000). `row`: its stored row,
+   * when the caller holds it already (it is not read again).
+   */
+  async view(agentId: string, row?: AgentRecord): Promise<AgentView> {
+    const [view, children] = await Promise.all([row ? this.viewOf(row) : this.ownView(agentId), this.store.listAgents({ parent: agentId, limit: 1000 })]);
     return children.items.length > 0 ? { ...view, children: children.items.map((c) => c.id) } : view;
   }
 
   /** The view without its children (a new agent has none: spawning does not ask). */
   private async ownView(agentId: string): Promise<AgentView> {
-    const host = this.live.get(agentId);
-    // A live agent's status is its last checkpoint's: stopping or failing it takes it out of `live`.
-    return (host && liveView(host)) ?? storedView(this.store, await this.agentOrThrow(agentId));
+    return (await this.live.currentView(agentId)).view;
   }
 
   /** The view of an agent whose row the caller already holds: only an agent not in memory needs its checkpoint read. */

@@ -91,14 +91,14 @@ export function createDashboard({ runtime, token }: DashboardOptions) {
 
   app.get('/ui/agents/:id', async (c) => {
     const id = c.req.param('id');
-    // The row is read for what a view does not carry (its error, its checkpoint count). The view is the
-    // agent's own (`runtime.view`, not `viewOf(record)`): only that one carries its children.
+    // The row is read for what a view does not carry (its error, its checkpoint count), and handed to
+    // `runtime.view`, which adds the agent's children to the view built from it.
     let record: AgentRecord;
     let view: AgentView, checkpoints: CheckpointSummary[], actions: ActionRecord[];
     try {
       record = await runtime.agentOrThrow(id);
       [view, checkpoints, actions] = await Promise.all([
-        runtime.view(id),
+        runtime.view(id, record),
         // Only what the page shows: a long-lived agent's whole history would be read at every update.
         runtime.checkpoints(id, { newest: MAX_CHECKPOINTS_SHOWN }),
         runtime.actions(id, { newest: MAX_ACTIONS_SHOWN }),
