@@ -5,9 +5,9 @@ import type { SpawnedAgent } from './agent-probe.js';
 /**
  * What the child agents of one machine may report to the parent (child-events.ts), one sample per
  * entry; each sample becomes one event per child of that machine the paths spawn, with its
- * `agentId`. In path runs no child exists (agent-probe.ts keeps the spawns from the runtime): these
- * reports stand for what they would send, and go into the parent's inbox under the keys the
- * runtime files real reports under (report-delivery.ts).
+ * `agentId`. In path runs no child exists (the path's runtime drops spawns: `childAgents: 'ignore'`):
+ * these reports stand for what they would send, and go into the parent's inbox as real ones do
+ * (`runtime.report`, under the child's key).
  */
 export interface ChildReports {
   /** Outputs for `agent.done` (the child reached a final state). */

@@ -11,7 +11,6 @@ import { ambiguousTypes, defaultSerializeState, eventLabel, parseSynthetic, stat
 import { generatePaths, withoutPrefixes, type PathOrigin } from './generate-paths.js';
 import { checkOutcomeKeys, findInvokes, syntheticEvents, type InvokeInfo, type InvokeOutcomes } from './invokes.js';
 import { coverageOf, inertMachine, replayPath, type Coverage, type Replay } from './replay.js';
-import { isChildReport } from './report-delivery.js';
 import { runPath, type PathRunResult, type PathStep, type RunPlan } from './run-path.js';
 
 export interface PathTestOptions {
@@ -280,7 +279,7 @@ function checkUserEvents(events: readonly EventObject[], registered: ReturnType<
     if (event.type.startsWith('runtime.')) {
       throw new Error(`events: "${event.type}" is the runtime's own event; it is explored wherever it can happen, do not list it.`);
     }
-    if (isChildReport(event) || (CHILD_EVENT_TYPES as readonly string[]).includes(event.type)) {
+    if ((CHILD_EVENT_TYPES as readonly string[]).includes(event.type)) {
       throw new Error(`events: "${event.type}" is a child agent's report, which only the runtime sends; describe what children report with \`children\`.`);
     }
     if (event.type.startsWith('xstate.') || parseSynthetic(event.type)) {

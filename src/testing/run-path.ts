@@ -14,7 +14,7 @@ import { crashableStore } from './crashable-store.js';
 import { afterLabel, parseAfter } from './delays.js';
 import { canonicalJson, parseSynthetic, stateLabel, type StateView } from './format.js';
 import { PathTestError } from './path-test-error.js';
-import { deliverReport, isChildReport, reportKey } from './report-delivery.js';
+import { isChildReport, reportKey } from './report-delivery.js';
 
 export { PathTestError };
 
@@ -176,7 +176,8 @@ export async function runPath(plan: RunPlan, steps: readonly PathStep[], crashAf
       return;
     }
     if (isChildReport(event)) {
-      const { duplicate } = await deliverReport(process.runtime, plan.agentId, event);
+      // Into the inbox as a real child's report goes (no child exists in a path run: the path stands in for it).
+      const { duplicate } = await process.runtime.report(plan.agentId, event);
       if (duplicate) {
         throw new PathTestError(
           `the inbox already holds ${event.type} from ${event.agentId} (key ${reportKey(event)}): a child ends once and answers each task once, ` +

@@ -30,12 +30,6 @@ export function toolDefinitions(tools: readonly ToolSpec[]): ToolDefinition[] {
   return tools.map((t) => ({ name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.parameters }));
 }
 
-/** The tool calls of the exchange's last message, when it is an answer that asks for them (none yet made). */
-export function openToolCalls(messages: readonly ChatMessage[]): ToolCall[] {
-  const last = messages.at(-1);
-  return last?.role === 'assistant' ? (last.toolCalls ?? []) : [];
-}
-
 /** The last answer's calls that have no tool message yet (the messages after the answer are its results). */
 export function unansweredCalls(messages: readonly ChatMessage[]): ToolCall[] {
   const answerAt = messages.findLastIndex((m) => m.role === 'assistant');
