@@ -81,10 +81,7 @@ export class AgentHost implements TransitionSink {
   private readonly restored: boolean;
   private streamedSinceStart = false;
   /** The delays the machine scheduled and that have not fired: kept with each checkpoint (durable-timers.ts). */
-  private readonly timers = new DurableTimers((timers) => {
-    const write = this.currentCheckpoint();
-    if (write) this.setTimers(write, timers);
-  });
+  private readonly timers = new DurableTimers(this);
   /** The event of the macrostep that left the snapshot as it was, while its deferred effects run. */
   private unchangedBy: AnyEventObject | undefined;
   /** The checkpoint of the transition whose deferred effects run now: they may schedule or cancel delays. */
@@ -114,8 +111,8 @@ export class AgentHost implements TransitionSink {
       const { snapshot, progress, at } = from;
       this.lastCommitted = { seq: from.seq, state: snapshot.value, status: 'active', progress, context: snapshot.context ?? null, at };
     }
-    this.restoredTimers = from.kind === 'restore' ? (from.timers ?? []) : [];
-    const options = { clock: this.timers.clock, ...(owner.inspect ? { inspect: owner.inspect } : {}) };
+    this.restoredTimers = (from.kind === 'restore' && from.timers) || NO_TIMERS;
+    const options = { clock: this.timers, ...(owner.inspect ? { inspect: owner.inspect } : {}) };
     this.actor = createDurableActor(
       machine.durable,
       this,
@@ -124,8 +121,11 @@ export class AgentHost implements TransitionSink {
         : { id: agentId, input: from.input as never, ...options },
     );
     this.timers.attach(this.actor);
-    this.actor.on(OUTBOX_EVENT, (message) => this.sendToAgent(message as unknown as OutboxEmit));
-    this.actor.on(SPAWN_EVENT, (spawn) => this.spawnChild(spawn as unknown as SpawnEmit));
+    // One listener for both: a live agent pays for one, not one per kind of emitted event.
+    this.actor.on('*', (emitted) => {
+      if (emitted.type === OUTBOX_EVENT) this.sendToAgent(emitted as unknown as OutboxEmit);
+      else if (emitted.type === SPAWN_EVENT) this.spawnChild(emitted as unknown as SpawnEmit);
+    });
   }
 
   /** Starts the actor unless restoring put it in error; returns that error. */
@@ -236,6 +236,8 @@ export class AgentHost implements TransitionSink {
     this.lastCommit = commit;
     commit.then(
       () => {
+        // Its deferred effects ran long ago (right after the transition): the write is not kept alive.
+        if (this.openCheckpoint === write) this.openCheckpoint = undefined;
         // Only what views show: the checkpoint's action (an LLM call's input and answer) is not kept alive.
         this.lastCommitted = { seq, state: next.value, status, progress, context: next.context, at };
         this.owner.committed(this, {
@@ -354,7 +356,10 @@ export class AgentHost implements TransitionSink {
     addSpawn(write, child);
   }
 
-  private setTimers(write: WriteOf<'checkpoint'>, timers: PendingTimer[]): void {
+  /** For DurableTimers: the machine scheduled or cancelled a delay, in the current macrostep's deferred effects. */
+  timersChanged(timers: PendingTimer[]): void {
+    const write = this.currentCheckpoint();
+    if (!write) return;
     if (timers.length > 0) write.timers = timers;
     else delete write.timers;
   }
@@ -418,6 +423,8 @@ export class AgentHost implements TransitionSink {
     this.owner.failed(this, reason, err);
   }
 }
+
+const NO_TIMERS: readonly PendingTimer[] = Object.freeze([]);
 
 /**
  * Only an event can move this snapshot: it is active, runs no child, and is no commit barrier (a

@@ -25,8 +25,35 @@ type Scheduler = {
   cancel(source: AnyActorRef, id: string): void;
 };
 
-export class DurableTimers {
-  private readonly pending = new Map<string, PendingTimer>();
+/** What `attach` keeps of a scheduler it took over: the agent, and XState's own functions it wraps. */
+interface Attached {
+  timers: DurableTimers;
+  root: AnyActorRef;
+  schedule: Scheduler['schedule'];
+  cancel: Scheduler['cancel'];
+}
+
+/**
+ * The schedulers taken over, each with its agent. The wrappers below are shared by every agent (and
+ * `DurableTimers` is itself the clock, its methods on the prototype): a live agent pays for a few
+ * fields, not for closures of its own (memory per live agent is a measured goal).
+ */
+const attached = new WeakMap<object, Attached>();
+
+function schedule(this: Scheduler, source: AnyActorRef, target: AnyActorRef, event: AnyEventObject, delay: number, givenId: string | undefined): void {
+  const a = attached.get(this)!;
+  a.timers.scheduled(a, source, target, event, delay, givenId);
+}
+
+function cancel(this: Scheduler, source: AnyActorRef, id: string): void {
+  const a = attached.get(this)!;
+  a.cancel.call(this, source, id);
+  a.timers.cancelled(a, source, id);
+}
+
+export class DurableTimers implements Clock {
+  /** Made on first use: most live agents never schedule a delay. */
+  private pendingById: Map<string, PendingTimer> | undefined;
   /** The id being scheduled, for the clock's `setTimeout` that the scheduler calls inside `schedule`. */
   private scheduling: string | undefined;
   private counter = 0;
@@ -36,63 +63,74 @@ export class DurableTimers {
   private rearming = false;
 
   /**
-   * @param changed called with the pending set after the machine schedules or cancels a delay (a
-   *   deferred effect of its transition), for that transition's checkpoint to carry it. Not after a
-   *   firing: the transition the fired event causes writes the set without it; until that commits,
-   *   the stored set still holds it, so a crash in between fires it again after the restore.
+   * @param owner told the pending set after the machine schedules or cancels a delay (a deferred
+   *   effect of its transition), for that transition's checkpoint to carry it. Not after a firing:
+   *   the transition the fired event causes writes the set without it; until that commits, the
+   *   stored set still holds it, so a crash in between fires it again after the restore.
    */
-  constructor(private readonly changed: (timers: PendingTimer[]) => void) {}
+  constructor(private readonly owner: { timersChanged(timers: PendingTimer[]): void }) {}
+
+  private get pending(): Map<string, PendingTimer> {
+    return (this.pendingById ??= new Map());
+  }
 
   /**
-   * The clock for `createActor`: real timers whose firing first drops the timer from the set. Node's
-   * timers may fire a millisecond before `Date.now()` reaches their deadline; such a one waits the
-   * rest, so that no delay fires before its deadline by the wall clock it was stored with.
+   * The clock for `createActor` (XState calls it as a method): real timers whose firing first drops
+   * the timer from the set. Node's timers may fire a millisecond before `Date.now()` reaches their
+   * deadline; such a one waits the rest, so that no delay fires before its deadline by the wall
+   * clock it was stored with.
    */
-  readonly clock: Clock = {
-    setTimeout: (fn: (...args: unknown[]) => void, ms: number) => {
-      const id = this.scheduling;
-      const at = Date.now() + ms;
-      const handle: { timer?: NodeJS.Timeout } = {};
-      const fire = () => {
-        const left = at - Date.now();
-        if (left > 0) {
-          handle.timer = setTimeout(fire, left);
-          return;
-        }
-        if (id !== undefined) this.pending.delete(id);
-        fn();
-      };
-      handle.timer = setTimeout(fire, ms);
-      return handle;
-    },
-    clearTimeout: (handle: unknown) => clearTimeout((handle as { timer?: NodeJS.Timeout }).timer),
-  };
+  setTimeout(fn: (...args: unknown[]) => void, ms: number): unknown {
+    const id = this.scheduling;
+    const at = Date.now() + ms;
+    const handle: { timer?: NodeJS.Timeout } = {};
+    const fire = () => {
+      const left = at - Date.now();
+      if (left > 0) {
+        handle.timer = setTimeout(fire, left);
+        return;
+      }
+      if (id !== undefined) this.pendingById?.delete(id);
+      fn();
+    };
+    handle.timer = setTimeout(fire, ms);
+    return handle;
+  }
+
+  clearTimeout(handle: unknown): void {
+    clearTimeout((handle as { timer?: NodeJS.Timeout }).timer);
+  }
 
   /** Takes over the scheduler of the agent's actor system (`root`: the agent's actor). */
   attach(root: AnyActorRef): void {
     const scheduler = root.system.scheduler as Scheduler;
-    const schedule = scheduler.schedule.bind(scheduler);
-    const cancel = scheduler.cancel.bind(scheduler);
-    scheduler.schedule = (source, target, event, delay, givenId) => {
-      // XState would draw a random id; one of ours is stored, so that a restored timer keeps it.
-      const id = givenId ?? `d${(++this.counter).toString(36)}.${Date.now().toString(36)}`;
-      const to = target === root ? undefined : target.id;
-      if (source === root && (to === undefined || root.getSnapshot().children?.[to] === target)) {
-        this.pending.set(id, { id, at: Date.now() + delay, event: event as PendingTimer['event'], ...(to === undefined ? {} : { to }) });
-        if (!this.rearming) this.changed(this.list());
-      }
-      this.scheduling = id;
-      try {
-        schedule(source, target, event, delay, id);
-      } finally {
-        this.scheduling = undefined;
-      }
-    };
-    scheduler.cancel = (source, id) => {
-      cancel(source, id);
-      if (this.stopping || source !== root) return;
-      if (this.pending.delete(id)) this.changed(this.list());
-    };
+    attached.set(scheduler, { timers: this, root, schedule: scheduler.schedule, cancel: scheduler.cancel });
+    scheduler.schedule = schedule;
+    scheduler.cancel = cancel;
+  }
+
+  /** XState's scheduler was asked for a delay (`schedule` above). */
+  scheduled(a: Attached, source: AnyActorRef, target: AnyActorRef, event: AnyEventObject, delay: number, givenId: string | undefined): void {
+    const { root } = a;
+    // XState would draw a random id; one of ours is stored, so that a restored timer keeps it.
+    const id = givenId ?? `d${(++this.counter).toString(36)}.${Date.now().toString(36)}`;
+    const to = target === root ? undefined : target.id;
+    if (source === root && (to === undefined || root.getSnapshot().children?.[to] === target)) {
+      this.pending.set(id, { id, at: Date.now() + delay, event: event as PendingTimer['event'], ...(to === undefined ? {} : { to }) });
+      if (!this.rearming) this.owner.timersChanged(this.list());
+    }
+    this.scheduling = id;
+    try {
+      a.schedule.call(root.system.scheduler, source, target, event, delay, id);
+    } finally {
+      this.scheduling = undefined;
+    }
+  }
+
+  /** XState's scheduler cancelled a delay (`cancel` above). */
+  cancelled(a: Attached, source: AnyActorRef, id: string): void {
+    if (this.stopping || source !== a.root) return;
+    if (this.pendingById?.delete(id)) this.owner.timersChanged(this.list());
   }
 
   /** Schedules again, for what is left of them, the delays of a restored agent's checkpoint. */
@@ -114,7 +152,7 @@ export class DurableTimers {
       const at = timer.at;
       scheduler.schedule(root, target, timer.event, Math.max(0, at - now), timer.id);
       // Keep the original deadline, not now + what was left (they differ by the milliseconds above).
-      const kept = this.pending.get(timer.id);
+      const kept = this.pendingById?.get(timer.id);
       if (kept) kept.at = at;
     }
   }
@@ -125,10 +163,10 @@ export class DurableTimers {
   }
 
   list(): PendingTimer[] {
-    return [...this.pending.values()].map((t) => ({ ...t }));
+    return this.pendingById ? [...this.pendingById.values()].map((t) => ({ ...t })) : [];
   }
 
   get size(): number {
-    return this.pending.size;
+    return this.pendingById?.size ?? 0;
   }
 }
