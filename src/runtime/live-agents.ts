@@ -12,7 +12,7 @@ import { validateInput } from './registered-machine.js';
 import { childEventKey } from '../durable/child-events.js';
 import { failedReport } from './checkpoint-outbox.js';
 import type { SpawnEmit } from '../durable/spawn-agent.js';
-import type { NewAgent } from '../store/store.js';
+import type { AppendResult, InboxEvent, NewAgent } from '../store/store.js';
 import { liveView, storedView, type AgentView } from './views.js';
 import type { Watchers } from './watchers.js';
 import type { CallKey, TokenStreams, TokenWriter } from './token-streams.js';
@@ -218,10 +218,26 @@ export class LiveAgents implements HostOwner {
     }
   }
 
-  async sendEvent(agentId: string, event: { type: string; [key: string]: unknown }, idempotencyKey: string): Promise<unknown> {
-    const result = await this.options.committer.enqueue({ kind: 'event', agentId, event, idempotencyKey, at: new Date().toISOString() });
-    void this.deliverInbox(agentId);
+  async sendEvent(agentId: string, event: InboxEvent, idempotencyKey: string): Promise<unknown> {
+    const result = (await this.options.committer.enqueue({ kind: 'event', agentId, event, idempotencyKey, at: new Date().toISOString() })) as AppendResult;
+    // Not awaited, nor its failure the sender's: the event is committed, and recovery or the agent's next event delivers it.
+    if (!result.duplicate) {
+      this.handOver(agentId, result.seq, event, idempotencyKey).catch((err: unknown) =>
+        this.log.warn({ agentId, err }, 'could not hand an event to its agent; recovery or its next event will'),
+      );
+    }
     return result;
+  }
+
+  /**
+   * Hands an event just committed to its agent's inbox to the agent: live here, or woken (on a shared
+   * store, only if no other live process holds it: that one hears of the event and reads it itself).
+   * The passivation countdown is left running: when it ends it re-checks that the agent rests, and
+   * an event that moves the agent reschedules it from `committed` (one its state ignores does not).
+   */
+  async handOver(agentId: string, seq: number, event: InboxEvent, idempotencyKey: string | null): Promise<void> {
+    const host = this.hosts.get(agentId) ?? (await this.wake(agentId));
+    host?.offer([{ agentId, seq, event, idempotencyKey, createdAt: '' }]);
   }
 
   committed(host: AgentHost, checkpoint: CommittedCheckpoint): void {

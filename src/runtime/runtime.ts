@@ -201,12 +201,7 @@ export class Runtime {
       idempotencyKey: idempotencyKey ?? null,
       at: new Date().toISOString(),
     })) as { seq: number; duplicate: boolean };
-    if (!result.duplicate) {
-      // The passivation countdown is left running: when it ends it re-checks that the agent rests, and
-      // an event that moves the agent reschedules it from `committed` (one its state ignores does not).
-      const host = this.live.get(agentId) ?? (await this.live.wake(agentId));
-      host?.offer([{ agentId, seq: result.seq, event: checked, idempotencyKey: idempotencyKey ?? null, createdAt: '' }]);
-    }
+    if (!result.duplicate) await this.live.handOver(agentId, result.seq, checked, idempotencyKey ?? null);
     return result;
   }
 
