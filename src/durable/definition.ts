@@ -17,7 +17,13 @@ export interface MachineDefinition {
   upgrades?: Readonly<Record<string, SnapshotUpgrade>>;
   /** Validates spawn input. */
   input?: z.ZodType;
-  /** Validates event payloads by type; types without a schema are accepted with any payload. */
+  /**
+   * Validates event payloads by type; types without a schema are accepted with any payload. A key may
+   * be a wildcard descriptor the machine uses (`'event.*'`, `'*'`): its schema applies to the types it
+   * matches that have no schema of their own (the most specific descriptor's, `'*'` last). A type
+   * listed here is one the machine takes even if no transition names it (an event that only a guard
+   * or an action reads, such as one that wakes an `always`).
+   */
   events?: Record<string, z.ZodType>;
   /**
    * What the machine's invoked actors are, by actor src (the name in `setup({ actors })`). Metrics,

@@ -2,7 +2,7 @@ import type { AnyActorLogic, AnyEventObject, AnyStateMachine, AnyStateNode, Even
 import { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from '../durable/commit-barrier.js';
 import { CHILD_EVENT_TYPES } from '../durable/child-events.js';
 import type { MachineDefinition } from '../durable/definition.js';
-import { registerMachine } from '../runtime/registered-machine.js';
+import { eventSchema, isEventDescriptor, registerMachine, takesEventType } from '../runtime/registered-machine.js';
 import type { SpawnedAgent } from './agent-probe.js';
 import { checkChildKeys, childReportEvents, uniqueChildren, type ChildReports } from './child-reports.js';
 import { checkCrashRun } from './crash-check.js';
@@ -285,10 +285,13 @@ function checkUserEvents(events: readonly EventObject[], registered: ReturnType<
     if (event.type.startsWith('xstate.') || parseSynthetic(event.type)) {
       throw new Error(`events: "${event.type}" is XState's own event; list only yours (done/error events are derived from the invokes: use outcomes).`);
     }
-    if (!registered.eventTypes.includes(event.type)) {
+    if (isEventDescriptor(event.type)) {
+      throw new Error(`events: "${event.type}" is an event descriptor, not an event; list events of the types it matches.`);
+    }
+    if (!takesEventType(registered, event.type)) {
       throw new Error(`events: no state of "${registered.name}" handles "${event.type}" (it handles: ${registered.eventTypes.join(', ')}).`);
     }
-    const schema = registered.events[event.type];
+    const schema = eventSchema(registered, event.type);
     const parsed = schema?.safeParse(event);
     if (parsed && !parsed.success) {
       throw new Error(`events: the sample ${JSON.stringify(event)} is refused by the machine's schema for "${event.type}": ${parsed.error.message}`);

@@ -1,6 +1,12 @@
 // The dashboard's routes without a browser (test/browser/ drives it in Chromium): the pages, the
 // script, the login cookie and how they sit beside the JSON API.
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createMachine } from 'xstate';
+import { z } from 'zod';
+import { createServer } from '../../src/http/app.js';
+import { startRuntime } from '../helpers/runtime.js';
 import { eventFields } from '../../src/http/dashboard/index.js';
 import { stateText } from '../../src/core/state-value.js';
 import { activeStatePaths, layoutStatechart, transitionLabel } from '../../src/http/dashboard/statechart.js';
@@ -84,6 +90,36 @@ describe('dashboard pages', () => {
     expect(html).toContain('Simulated answer (gpt-4o-mini) to: Summarize the report');
     expect(html).toContain('<tr data-action="runSideEffect">');
     expect(html).toContain('<code>a1:1</code>');
+  });
+
+  it("gives a wildcard descriptor's event form a field for the event's type", async () => {
+    const machine = createMachine({
+      id: 'wild',
+      initial: 'idle',
+      states: { idle: { on: { '*': 'caught', 'event.*': 'caught', go: 'caught' } }, caught: { on: { reset: 'idle' } } },
+    });
+    const events = { 'event.*': z.object({ type: z.string(), note: z.string() }) };
+    const { runtime, store, file, logger, logs } = await startRuntime({ machines: [{ name: 'wild', machine, events }], logs: 'captured' });
+    t = {
+      app: createServer({ runtime, logger }),
+      runtime,
+      store,
+      logs,
+      close: async () => {
+        await runtime.close();
+        fs.rmSync(path.dirname(file), { recursive: true, force: true });
+      },
+    };
+    await spawn(t.app, 'w1', {}, 'wild');
+    const html = await (await t.app.request('/ui/agents/w1')).text();
+    expect(html).toContain('data-accepted="* event.* go reset"');
+    expect(html).toContain('<form data-event="go"><button type="submit">go</button></form>');
+    // The script sets every named input on the event: the typed `type` replaces the descriptor.
+    expect(html).toContain(
+      '<form data-event="*" class="with-fields"><button type="submit">*</button><input type="text" name="type" required="" aria-label="* type" placeholder="type (*)" data-kind="text"/></form>',
+    );
+    // The descriptor's schema gives its form's fields.
+    expect(html).toMatch(/<form data-event="event\.\*" class="with-fields"><button type="submit">event\.\*<\/button><input type="text" name="type" required="" [^>]*\/><input type="text" name="note" required=""/);
   });
 
   it('answers an unknown agent with an HTML 404 page, and leaves the JSON API 404s as they were', async () => {

@@ -1,4 +1,9 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createMachine } from 'xstate';
+import { createServer } from '../../src/http/app.js';
+import { startRuntime } from '../helpers/runtime.js';
 import { getJson, isIdleWith, postJson, readJson, spawn, testApp, waitForView, type TestApp } from './harness.js';
 
 let t: TestApp;
@@ -93,5 +98,61 @@ describe('POST /agents/:id/events', () => {
     expect(res.status).toBe(404);
     expect((await readJson(res)).error.code).toBe('not_found');
     expect((await getJson(t.app, '/agents/nobody')).status).toBe(404);
+  });
+});
+
+/** The HTTP app over a runtime of machines with wildcard descriptors (the harness runs the agent and the toggle). */
+async function wildcardApp(): Promise<TestApp> {
+  const any = createMachine({ id: 'any', initial: 'idle', states: { idle: { on: { '*': 'caught' } }, caught: { on: { reset: 'idle' } } } });
+  const partial = createMachine({ id: 'partial', initial: 'idle', states: { idle: { on: { 'event.*': 'caught' } }, caught: { on: { reset: 'idle' } } } });
+  const { runtime, store, file, logger, logs } = await startRuntime({
+    machines: [
+      { name: 'any', machine: any },
+      { name: 'partial', machine: partial },
+    ],
+    logs: 'captured',
+  });
+  return {
+    app: createServer({ runtime, logger }),
+    runtime,
+    store,
+    logs,
+    close: async () => {
+      await runtime.close();
+      fs.rmSync(path.dirname(file), { recursive: true, force: true });
+    },
+  };
+}
+
+describe('events through wildcard descriptors', () => {
+  it("answers 202 for a type a wildcard matches, and 422 for one it does not or a reserved one", async () => {
+    t = await wildcardApp();
+    await spawn(t.app, 'p1', {}, 'partial');
+    const refused = await postJson(t.app, '/agents/p1/events', { type: 'eventx' });
+    expect(refused.status).toBe(422);
+    expect((await readJson(refused)).error).toMatchObject({ code: 'invalid_event', message: expect.stringContaining('event.*') });
+    const res = await postJson(t.app, '/agents/p1/events', { type: 'event.created', id: 7 });
+    expect(res.status).toBe(202);
+    expect(await readJson(res)).toEqual({ seq: 1 });
+    await waitForView(t.app, 'p1', (v) => v.state === 'caught');
+
+    await spawn(t.app, 'w1', {}, 'any');
+    for (const type of ['*', 'xstate.init', 'runtime.committed', 'agent.done']) {
+      expect((await postJson(t.app, '/agents/w1/events', { type })).status).toBe(422);
+    }
+    const any = await postJson(t.app, '/agents/w1/events', { type: 'whatever' });
+    expect(any.status).toBe(202);
+    await waitForView(t.app, 'w1', (v) => v.state === 'caught');
+    expect(await t.store.eventsAfter('w1', 0)).toHaveLength(1);
+  });
+
+  it("lists '*' and 'event.*' in GET /machines as the machines write them", async () => {
+    t = await wildcardApp();
+    const { status, body } = await getJson<{ items: { name: string; events: string[] }[] }>(t.app, '/machines');
+    expect(status).toBe(200);
+    expect(body.items.map(({ name, events }) => ({ name, events }))).toEqual([
+      { name: 'any', events: ['*', 'reset'] },
+      { name: 'partial', events: ['event.*', 'reset'] },
+    ]);
   });
 });

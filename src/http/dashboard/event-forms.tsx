@@ -1,4 +1,5 @@
 import type { FC } from 'hono/jsx';
+import { isEventDescriptor } from '../../runtime/registered-machine.js';
 import type { AgentStatus } from '../../store/store.js';
 
 /** A field an event form asks for: strings as text, anything else as JSON. */
@@ -8,9 +9,16 @@ export interface EventField {
   required: boolean;
 }
 
+/**
+ * One event type's form. For a wildcard descriptor (`'*'`, `'event.*'`) the person types the event's
+ * type: the script sets every named input on the event, so the `type` input replaces the descriptor.
+ */
 const EventForm: FC<{ type: string; fields: EventField[]; accepted: boolean }> = ({ type, fields, accepted }) => (
-  <form data-event={type} hidden={!accepted} class={fields.length ? 'with-fields' : undefined}>
+  <form data-event={type} hidden={!accepted} class={fields.length || isEventDescriptor(type) ? 'with-fields' : undefined}>
     <button type="submit">{type}</button>
+    {isEventDescriptor(type) && (
+      <input type="text" name="type" required aria-label={`${type} type`} placeholder={`type (${type})`} data-kind="text" />
+    )}
     {fields.map((f) => (
       <input
         type="text"
@@ -32,6 +40,9 @@ export interface EventFormsProps {
   status: AgentStatus;
 }
 
+/** 1 for a form with inputs (fields, or the type of a descriptor's event), else 0. */
+const asksFor = (e: { type: string; fields: EventField[] }) => (e.fields.length || isEventDescriptor(e.type) ? 1 : 0);
+
 /** "Send an event": one form per event type of the machine, those the current state takes shown. */
 export const EventForms: FC<EventFormsProps> = ({ events, accepted, status }) => (
   <div class="events" id="events" data-accepted={accepted.join(' ')} style="margin-top: 14px">
@@ -41,7 +52,7 @@ export const EventForms: FC<EventFormsProps> = ({ events, accepted, status }) =>
     <div class="forms">
       {/* Plain buttons first, then the events that ask for fields. */}
       {[...events]
-        .sort((a, b) => Math.sign(a.fields.length) - Math.sign(b.fields.length))
+        .sort((a, b) => asksFor(a) - asksFor(b))
         .map((e) => (
           <EventForm type={e.type} fields={e.fields} accepted={accepted.includes(e.type)} />
         ))}

@@ -15,7 +15,7 @@ import { InvalidInputError, NotFoundError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { AGENT_STATUSES, type ActionRecord, type AgentRecord, type AgentStatus, type CheckpointSummary } from '../../store/store.js';
 import type { AgentView } from '../../runtime/views.js';
-import { actorOf, type RegisteredMachine } from '../../runtime/registered-machine.js';
+import { actorOf, eventSchema, type RegisteredMachine } from '../../runtime/registered-machine.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import { tokenChecker, type BearerAuthOptions } from '../middleware/auth.js';
 import type { AppEnv } from '../env.js';
@@ -65,7 +65,7 @@ export function createDashboard({ runtime, token }: DashboardOptions) {
   };
   // Machines are registered once: their event forms and the filter's names are computed once, not per render.
   const eventForms = new Map(
-    [...runtime.machines.values()].map((m) => [m.name, m.eventTypes.map((type) => ({ type, fields: eventFields(m.events[type]) }))]),
+    [...runtime.machines.values()].map((m) => [m.name, m.eventTypes.map((type) => ({ type, fields: eventFields(eventSchema(m, type)) }))]),
   );
   const machineNames = [...runtime.machines.keys()].sort();
 

@@ -8,7 +8,11 @@ const MachineSummarySchema = z
     name: z.string(),
     version: z.string(),
     states: z.array(z.string()).openapi({ description: 'Top-level state names' }),
-    events: z.array(z.string()).openapi({ description: 'Event types a caller may send' }),
+    events: z.array(z.string()).openapi({
+      description:
+        "Event types a caller may send, as the machine writes them: literal types and wildcard descriptors, `'*'` (any type " +
+        "but the runtime's and XState's own) and partial ones like `'event.*'` (`event.a`, `event.a.b`)",
+    }),
   })
   .openapi('MachineSummary');
 
