@@ -9,8 +9,9 @@
  * it as written); a **warning** is something that works today but is fragile (an edit of the chart
  * breaks restores) or surprising (an agent that stops on a failure, or waits forever).
  *
- * What it cannot see: actors spawned with `spawn` inside `assign`, or with actions chosen at run
- * time (`enqueueActions`), and the context after the initial one.
+ * What it cannot see: inline logic spawned with `spawn` inside `assign` (registered logic it checks
+ * whether a chart names it or not), actions chosen at run time (`enqueueActions`), and the context
+ * after the initial one.
  */
 import { createActor, type AnyStateMachine, type AnyStateNode } from 'xstate';
 import type { MachineDefinition } from './definition.js';
@@ -44,9 +45,9 @@ export const LINT_CODES = {
   /** An invoke without an explicit id: its position-based id is in every checkpoint, and an edit renames it (an unchanged chart restores). */
   invoke_without_id: 'warning',
   /**
-   * Inline logic given to `invoke`: not gated on commit, and restored by its position in the chart.
-   * A warning: XState finds it again in an unchanged chart, so it restores; the step it runs is
-   * at-least-once anyway, but may start before the checkpoint that invoked it is committed.
+   * Inline logic given to `invoke`: gated on commit like a registered actor, but checkpoints name it
+   * by its position in the chart. A warning: XState finds it again in an unchanged chart, so it
+   * restores; an edited chart may restore another actor or none.
    */
   inline_invoked_actor: 'warning',
   /** An invoke whose failure nothing handles: the agent goes to status error (as it would without the runtime; some actors never fail). */
@@ -73,6 +74,7 @@ export interface LintOptions {
 export function lintMachine(machine: AnyStateMachine, options: LintOptions = {}): LintFinding[] {
   const linter = new Linter(machine);
   linter.visit(machine.root);
+  linter.checkRegisteredActors();
   if (options.checkContext !== false) linter.checkContext('input' in options ? options.input : {});
   return linter.findings;
 }
@@ -107,6 +109,8 @@ class Linter {
   private readonly actors: Record<string, unknown>;
   private readonly delays: Record<string, unknown>;
   private readonly actions: Record<string, unknown>;
+  /** Registered actors an invoke or spawnChild names (checked there). */
+  private readonly checkedActors = new Set<string>();
 
   constructor(private readonly machine: AnyStateMachine) {
     this.actors = (machine.implementations.actors ?? {}) as Record<string, unknown>;
@@ -143,15 +147,14 @@ class Linter {
               'Register it under that name in setup({ actors }) (or in .provide({ actors })).',
           );
         } else {
-          this.checkChildLogic(node, `Invoke "${id}"`, `"${given}"`, this.actors[given]);
+          this.checkChildLogic(node, `Invoke "${id}"`, `"${given}"`, this.actors[given], given);
         }
       } else {
         this.report(
           'inline_invoked_actor',
           node,
-          `Invoke "${id}" runs inline actor logic: the runtime gates only actors invoked by name, so it may act before its checkpoint is committed, ` +
-            `and checkpoints name it by its position in the chart ("${String(invoke.src)}"), so an edited chart restores another actor or none. ` +
-            'Register it in setup({ actors }) and invoke it by name.',
+          `Invoke "${id}" runs inline actor logic: checkpoints name it by its position in the chart ("${String(invoke.src)}"), ` +
+            'so a chart edited while agents run it restores another actor or none. Register it in setup({ actors }) and invoke it by name.',
         );
         this.checkChildLogic(node, `Invoke "${id}"`, 'its inline logic', given);
       }
@@ -174,8 +177,20 @@ class Linter {
     });
   }
 
+  /**
+   * Registered actors no invoke or spawnChild names: `spawn` in `assign` (or an action chosen at run
+   * time) may still start them, which the chart does not show. A stateful one is refused all the same.
+   */
+  checkRegisteredActors(): void {
+    for (const [name, logic] of Object.entries(this.actors)) {
+      if (this.checkedActors.has(name)) continue;
+      this.checkChildLogic(this.machine.root, `The actor "${name}" of setup({ actors }) (no invoke names it: spawn in assign may start it)`, `"${name}"`, logic);
+    }
+  }
+
   /** A child must be a leaf actor: one with a `start` of its own (fromPromise, fromCallback, fromObservable), not a machine. */
-  private checkChildLogic(node: AnyStateNode, who: string, what: string, logic: unknown): void {
+  private checkChildLogic(node: AnyStateNode, who: string, what: string, logic: unknown, name?: string): void {
+    if (name !== undefined) this.checkedActors.add(name);
     if (!logic || typeof logic !== 'object') return;
     const l = logic as Logic;
     const kind = 'root' in l ? 'a state machine' : typeof l.start !== 'function' && typeof l.transition === 'function' ? 'transition logic (fromTransition)' : undefined;
@@ -224,7 +239,7 @@ class Linter {
           `spawnChild names the actor "${src}", which setup({ actors }) does not register: XState cannot start it. Register it under that name in setup({ actors }).`,
         );
       } else {
-        this.checkChildLogic(node, `spawnChild("${src}")`, `"${src}"`, this.actors[src]);
+        this.checkChildLogic(node, `spawnChild("${src}")`, `"${src}"`, this.actors[src], src);
       }
     } else {
       this.report(

@@ -12,7 +12,7 @@ import { OUTBOX_EVENT, type OutboxEmit } from '../durable/send-to-agent.js';
 import { SPAWN_EVENT, type SpawnEmit } from '../durable/spawn-agent.js';
 import { addEndReport, addMessage, addRefusedSpawn, addSpawn } from './checkpoint-outbox.js';
 import { awaitsCommit, COMMITTED_EVENT } from '../durable/commit-barrier.js';
-import { createDurableActor, type TransitionSink } from './durable-machine.js';
+import { AFTER_COMMIT_EVENT, createDurableActor, type TransitionSink } from './durable-machine.js';
 import type { ActorDeclaration, PersistedSnapshotJson } from '../durable/definition.js';
 import { actorOf, type RegisteredMachine } from './registered-machine.js';
 import type { CallKey, TokenWriter } from './token-streams.js';
@@ -72,6 +72,10 @@ export class AgentHost implements TransitionSink {
   private deliveringSeq: number | undefined;
   private readonly inbox: EventRecord[] = [];
   private lastCommit: Promise<unknown> = Promise.resolve();
+  /** The newest checkpoint committed (its seq): children its transition invoked may start. */
+  private committedSeq: number;
+  /** What the effects of the newest checkpoint deferred until its commit (actor starts, first): run together then. */
+  private afterCommit: { seq: number; runs: (() => void)[] } | undefined;
   /** Children started and not yet finished; created on first use (most live agents are idle). */
   private childStarts: Map<string, { input: unknown; startedAt: number }> | undefined;
   private stopped = false;
@@ -102,6 +106,7 @@ export class AgentHost implements TransitionSink {
     readonly parent: string | undefined = undefined,
   ) {
     this.seq = from.kind === 'restore' ? from.seq : 0;
+    this.committedSeq = this.seq;
     this.restored = from.kind === 'restore';
     this.delivered = inboxPosition;
     if (from.kind === 'restore') {
@@ -226,7 +231,8 @@ export class AgentHost implements TransitionSink {
       resting: restsIn(next),
       actions: action ? [action] : [],
     };
-    if (this.timers.size > 0) write.timers = this.timers.list();
+    if (this.timers.size > 0) write.timers = this.timers.list(next.children);
+    else this.timers.saved();
     // A child's end goes to its parent's inbox with the checkpoint that ended it (child-events.ts).
     if (status !== 'active' && this.parent !== undefined) addEndReport(write, this.parent, next);
     // Its deferred effects (run right after this returns, before the write is flushed) may still change the delays.
@@ -238,6 +244,7 @@ export class AgentHost implements TransitionSink {
       () => {
         // Its deferred effects ran long ago (right after the transition): the write is not kept alive.
         if (this.openCheckpoint === write) this.openCheckpoint = undefined;
+        this.committedSeq = seq;
         // Only what views show: the checkpoint's action (an LLM call's input and answer) is not kept alive.
         this.lastCommitted = { seq, state: next.value, status, progress, context: next.context, at };
         this.owner.committed(this, {
@@ -302,12 +309,38 @@ export class AgentHost implements TransitionSink {
     return this.owner.streamTokens(this.agentId, key, resumed);
   }
 
-  gate(child: AnyActorRef, input: unknown): Promise<void> {
-    // The last checkpoint enqueued is the one whose transition invoked this child: XState starts
-    // children right after `transition` returns, before anything else can transition this actor.
-    return this.lastCommit.then(() => {
+  startAfterCommit(child: AnyActorRef, input: unknown, start: () => void): void {
+    this.runAfterCommit(() => {
       (this.childStarts ??= new Map()).set(child.id, { input, startedAt: Date.now() });
+      start();
     });
+  }
+
+  runAfterCommit(run: () => void): void {
+    // XState runs a macrostep's deferred effects right after `transition` returns, before anything
+    // else can transition this actor: the newest checkpoint is the one whose effects these are.
+    if (this.committedSeq === this.seq) return run();
+    let batch = this.afterCommit;
+    if (batch?.seq !== this.seq) {
+      const runs: (() => void)[] = [];
+      batch = this.afterCommit = { seq: this.seq, runs };
+      this.lastCommit.then(
+        () => {
+          if (this.afterCommit?.runs === runs) this.afterCommit = undefined;
+          if (this.stopped) return;
+          this.actor.send({ type: AFTER_COMMIT_EVENT, run: () => runs.forEach((r) => r()) } as AnyEventObject);
+        },
+        () => {
+          // Not committed: the host is going down and will restore from the store.
+        },
+      );
+    }
+    batch.runs.push(run);
+  }
+
+  afterPendingStarts(run: () => void): void {
+    if (this.afterCommit?.seq === this.seq) this.afterCommit.runs.push(run);
+    else run();
   }
 
   // --- internals ------------------------------------------------------------------------------
@@ -362,6 +395,16 @@ export class AgentHost implements TransitionSink {
     if (!write) return;
     if (timers.length > 0) write.timers = timers;
     else delete write.timers;
+  }
+
+  /**
+   * For DurableTimers: a delay fired and its event wrote no checkpoint of this agent (it changed
+   * nothing, or went to a child). A checkpoint of the same snapshot stores the set without it.
+   */
+  delayFired(eventType: string): void {
+    const snapshot = this.snapshot();
+    if (this.stopped || snapshot.status !== 'active') return;
+    this.onTransition(snapshot, snapshot, { type: eventType }, this.actor.getPersistedSnapshot());
   }
 
   /** Tells a machine resting at a commit barrier that its checkpoint is durable. */

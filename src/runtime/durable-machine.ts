@@ -20,6 +20,7 @@ import {
   type AnyEventObject,
   type AnyMachineSnapshot,
   type AnyStateMachine,
+  type Snapshot,
 } from 'xstate';
 import { agentOfSystem, registerAgentSystem, type DurableAgentHandle } from '../durable/current-agent.js';
 
@@ -33,8 +34,21 @@ export interface TransitionSink extends DurableAgentHandle {
   onTransition(previous: AnyMachineSnapshot | undefined, next: AnyMachineSnapshot, event: AnyEventObject, persisted: unknown): void;
   /** An event changed nothing (XState returns the same snapshot object). */
   onIgnored(event: AnyEventObject): void;
-  /** Resolves when the invoking checkpoint is committed; rejects if it never will be. */
-  gate(child: AnyActorRef, input: unknown): Promise<void>;
+  /**
+   * Runs `start` once the checkpoint whose transition invoked `child` is committed: at once when it
+   * is, else after the commit together with what else that checkpoint's effects deferred (see
+   * `runAfterCommit`); never if the commit fails (the host goes down and restores from the store).
+   */
+  startAfterCommit(child: AnyActorRef, input: unknown, start: () => void): void;
+  /**
+   * Runs `run` once the newest checkpoint is committed, in order with the actor starts it waits
+   * with. They all run inside one macrostep of the agent (an event `AFTER_COMMIT_EVENT` that changes
+   * nothing and defers them): what they send the agent waits until they have all run, as it does
+   * when XState runs a macrostep's deferred effects.
+   */
+  runAfterCommit(run: () => void): void;
+  /** Runs `run` with the starts waiting for the newest checkpoint's commit, if some wait; else at once. */
+  afterPendingStarts(run: () => void): void;
 }
 
 // createActor computes the initial snapshot inside its constructor, before we can register the sink
@@ -64,25 +78,43 @@ export function createDurableActor<T extends AnyStateMachine>(
   }
 }
 
-/** Wraps a machine so its transitions are reported and its invoked actors start only after commit. */
+/**
+ * Wraps a machine so its transitions are reported and its invoked actors start only after commit:
+ * those registered by name (`setup({ actors })`) and those written inline in an invoke
+ * (`src: fromPromise(...)`), which XState finds again by their place in the chart.
+ */
 export function makeDurable<T extends AnyStateMachine>(machine: T): T {
   const actors = machine.implementations.actors as Record<string, AnyActorLogic>;
   const gated = Object.fromEntries(Object.entries(actors).map(([name, logic]) => [name, gateStart(logic)]));
-  const base = machine.provide({ actors: gated } as never) as T;
+  const withInline = withGatedInlineInvokes(machine);
+  const base = withInline.provide({ actors: gated } as never) as T;
 
   return Object.assign(Object.create(Object.getPrototypeOf(base) as object) as T, base, {
     getInitialSnapshot(scope: AnyActorScope, input: unknown) {
-      const snapshot = base.getInitialSnapshot(scope as never, input as never) as AnyMachineSnapshot;
-      compactContext(snapshot);
       const sink = sinkOf(scope);
+      if (sink) routeDeferredActions(scope, sink);
+      initializing = sink ? scope : undefined;
+      let snapshot: AnyMachineSnapshot;
+      try {
+        snapshot = base.getInitialSnapshot(scope as never, input as never) as AnyMachineSnapshot;
+      } finally {
+        initializing = undefined;
+      }
+      compactContext(snapshot);
       if (sink && snapshot.status !== 'error') {
         sink.onTransition(undefined, snapshot, { type: 'xstate.init' }, base.getPersistedSnapshot(snapshot));
       }
       return snapshot;
     },
     transition(snapshot: AnyMachineSnapshot, event: AnyEventObject, scope: AnyActorScope) {
-      const next = base.transition(snapshot as never, event as never, scope as never) as AnyMachineSnapshot;
+      if (event.type === AFTER_COMMIT_EVENT) {
+        // The effects that waited for a commit, as this macrostep's deferred effects: no transition.
+        scope.defer((event as unknown as { run: () => void }).run);
+        return snapshot;
+      }
       const sink = sinkOf(scope);
+      if (sink) routeDeferredActions(scope, sink);
+      const next = base.transition(snapshot as never, event as never, scope as never) as AnyMachineSnapshot;
       // A stop is not a state of the agent: `actor.stop()` runs `transition` with `xstate.stop`, and a
       // persisted `stopped` snapshot restores as a dead actor.
       if (!sink || event.type === 'xstate.stop') return next;
@@ -91,6 +123,103 @@ export function makeDurable<T extends AnyStateMachine>(machine: T): T {
       return next;
     },
   });
+}
+
+/** The event that runs the effects that waited for a commit inside a macrostep of the agent (see `runAfterCommit`). */
+export const AFTER_COMMIT_EVENT = 'runtime.afterCommit';
+
+/**
+ * The machine with every inline invoked logic gated. XState resolves an inline invoke's logic from
+ * the state node's config (`xstate.invoke.<index>.<node id>` names it in snapshots and events), so
+ * the gated logic goes into a copy of the config at the same place: the names, and so the
+ * checkpoints, are those of the user's machine. Unchanged (the same object) when nothing is inline.
+ */
+function withGatedInlineInvokes<T extends AnyStateMachine>(machine: T): T {
+  let changed = false;
+  const copy = (node: StateNodeConfig): StateNodeConfig => {
+    const next: StateNodeConfig = { ...node };
+    if (node.invoke !== undefined) {
+      const invokes = (Array.isArray(node.invoke) ? node.invoke : [node.invoke]) as { src?: unknown }[];
+      const gatedInvokes = invokes.map((invoke) => {
+        if (typeof invoke.src !== 'object' || invoke.src === null) return invoke;
+        changed = true;
+        return { ...invoke, src: gateStart(invoke.src as AnyActorLogic) };
+      });
+      next.invoke = Array.isArray(node.invoke) ? gatedInvokes : gatedInvokes[0];
+    }
+    if (node.states) next.states = Object.fromEntries(Object.entries(node.states).map(([key, child]) => [key, copy(child)]));
+    return next;
+  };
+  const config = copy(machine.config as StateNodeConfig);
+  if (!changed) return machine;
+  const Machine = machine.constructor as new (config: unknown, implementations: unknown) => T;
+  return new Machine(config, machine.implementations);
+}
+
+interface StateNodeConfig {
+  invoke?: unknown;
+  states?: Record<string, StateNodeConfig>;
+  [key: string]: unknown;
+}
+
+interface ExecutableAction {
+  type: string;
+  info: unknown;
+  params: unknown;
+  exec?: (info: unknown, params: unknown) => void;
+}
+
+interface RoutedScope {
+  actionExecutor: (action: ExecutableAction) => void;
+  defer: (fn: () => void) => void;
+}
+
+/** The agent's scope while it computes its initial snapshot. */
+let initializing: AnyActorScope | undefined;
+const routedScopes = new WeakSet<object>();
+
+/**
+ * Keeps XState's order between the effects of one macrostep when some of them (actor starts) must
+ * wait for the commit of its checkpoint, by routing the others that XState runs in the same list:
+ *
+ * - The initial state's custom actions. XState defers every action of the initial state to the
+ *   actor's start, custom actions and actor starts alike, and runs them in the chart's order (an
+ *   invoked actor may start before an entry action written after it). The custom actions wait with
+ *   the starts. XState's own actions (`xstate.*`: scheduling a delay, sending, emitting) still run
+ *   at the start, so what they add goes with the initial checkpoint. Custom actions change nothing a
+ *   checkpoint holds (the runtime's rule: no effects in inline actions): running them after the
+ *   commit stores nothing different.
+ * - Stopping a child, when starts wait: the stop runs after them, as in XState's list.
+ *
+ * Installed once per agent, on its actor scope (XState's microsteps wrap the executor they find).
+ */
+function routeDeferredActions(scope: AnyActorScope, sink: TransitionSink): void {
+  if (routedScopes.has(scope)) return;
+  routedScopes.add(scope);
+  const routed = scope as unknown as RoutedScope;
+  const execute = routed.actionExecutor;
+  routed.actionExecutor = (action) => {
+    const exec = action.exec;
+    if (!exec) return execute(action);
+    if (action.type === 'xstate.stopChild') {
+      return execute({
+        ...action,
+        exec: (info, params) => {
+          const defer = routed.defer;
+          routed.defer = (fn) => defer(() => sink.afterPendingStarts(fn));
+          try {
+            exec(info, params);
+          } finally {
+            routed.defer = defer;
+          }
+        },
+      });
+    }
+    if (initializing === scope && !action.type.startsWith('xstate.')) {
+      return execute({ ...action, exec: (info, params) => sink.runAfterCommit(() => exec(info, params)) });
+    }
+    execute(action);
+  };
 }
 
 /**
@@ -107,8 +236,31 @@ function compactContext(snapshot: AnyMachineSnapshot): void {
   }
 }
 
+/**
+ * An event the runtime sends a gated actor whose start threw: its logic then takes the error status,
+ * and XState reports the failure to the agent as `xstate.error.actor.<id>`, as it does when a
+ * start throws at once.
+ */
+const START_FAILED = 'runtime.actorStartFailed';
+
+/** A gated actor not started yet: the events sent to it meanwhile, delivered once it starts. */
+interface HeldStart {
+  started: boolean;
+  held: AnyEventObject[];
+}
+
+const heldStarts = new WeakMap<AnyActorRef, HeldStart>();
+
+/**
+ * The logic whose `start` waits for the commit of the checkpoint that invoked it. Until then XState
+ * sees a started actor: what is sent to it (a `sendTo` in the entry of the very state that invokes
+ * it) is held and delivered, in order, right after the real start, as XState delivers it right
+ * after its start; a stop before the start stops it without starting it; a start that throws
+ * fails the actor (the invoke's `onError`), as in XState, instead of escaping as a rejection.
+ */
 function gateStart(logic: AnyActorLogic): AnyActorLogic {
   const start = logic.start?.bind(logic);
+  const transition = logic.transition.bind(logic);
   // Child *machines* keep their own state and invoke their own actors, which this gate cannot see: agents are flat.
   if (!start || 'root' in logic) return logic;
   return {
@@ -116,14 +268,34 @@ function gateStart(logic: AnyActorLogic): AnyActorLogic {
     start(state: { input?: unknown }, scope: AnyActorScope) {
       const sink = agentOfSystem<TransitionSink>(scope.system);
       if (!sink) return start(state as never, scope);
-      sink.gate(scope.self, state.input).then(
-        () => {
-          if (scope.self.getSnapshot().status === 'active') start(state as never, scope);
-        },
-        () => {
-          // The checkpoint was not committed: the host is going down and will restore from the store.
-        },
-      );
+      const self = scope.self;
+      const waiting: HeldStart = { started: false, held: [] };
+      heldStarts.set(self, waiting);
+      sink.startAfterCommit(self, state.input, () => {
+        heldStarts.delete(self);
+        if (self.getSnapshot().status !== 'active') return;
+        waiting.started = true;
+        try {
+          start(state as never, scope);
+        } catch (error) {
+          self.send({ type: START_FAILED, error });
+          return;
+        }
+        for (const event of waiting.held) self.send(event);
+      });
+    },
+    transition(state: Snapshot<unknown>, event: AnyEventObject, scope: AnyActorScope) {
+      if (event.type === START_FAILED) return { ...state, status: 'error', error: (event as { error?: unknown }).error };
+      const waiting = heldStarts.get(scope.self);
+      if (waiting && !waiting.started) {
+        if (event.type !== 'xstate.stop') {
+          waiting.held.push(event);
+          return state;
+        }
+        heldStarts.delete(scope.self);
+        return { ...state, status: 'stopped', error: undefined };
+      }
+      return transition(state as never, event as never, scope as never);
     },
   } as AnyActorLogic;
 }

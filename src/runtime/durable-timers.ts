@@ -61,14 +61,21 @@ export class DurableTimers implements Clock {
   private stopping = false;
   /** While a restored agent's delays are scheduled again: the stored set does not change. */
   private rearming = false;
+  /** The child each pending delayed event to a child goes to (by id: the event is delivered to that actor, not to its id). */
+  private targets: Map<string, AnyActorRef> | undefined;
+  /** A delay fired since the set was last handed to a checkpoint (`list`). */
+  private firedUnsaved = false;
+  private root: AnyActorRef | undefined;
 
   /**
    * @param owner told the pending set after the machine schedules or cancels a delay (a deferred
    *   effect of its transition), for that transition's checkpoint to carry it. Not after a firing:
    *   the transition the fired event causes writes the set without it; until that commits, the
-   *   stored set still holds it, so a crash in between fires it again after the restore.
+   *   stored set still holds it, so a crash in between fires it again after the restore. A firing
+   *   whose event wrote no checkpoint of the agent (it changed nothing, or went to a child) is told
+   *   (`delayFired`), for a checkpoint of the set alone.
    */
-  constructor(private readonly owner: { timersChanged(timers: PendingTimer[]): void }) {}
+  constructor(private readonly owner: { timersChanged(timers: PendingTimer[]): void; delayFired(eventType: string): void }) {}
 
   private get pending(): Map<string, PendingTimer> {
     return (this.pendingById ??= new Map());
@@ -90,8 +97,15 @@ export class DurableTimers implements Clock {
         handle.timer = setTimeout(fire, left);
         return;
       }
-      if (id !== undefined) this.pendingById?.delete(id);
+      const timer = id === undefined ? undefined : this.pendingById?.get(id);
+      if (timer) {
+        this.pendingById!.delete(timer.id);
+        this.firedUnsaved = true;
+      }
       fn();
+      // Its event changed nothing of the agent (an `after` with actions only, a delayed event to a
+      // child): no checkpoint took the set without it, and the store would fire it again after a restore.
+      if (timer && this.firedUnsaved) this.owner.delayFired(timer.event.type);
     };
     handle.timer = setTimeout(fire, ms);
     return handle;
@@ -103,6 +117,7 @@ export class DurableTimers implements Clock {
 
   /** Takes over the scheduler of the agent's actor system (`root`: the agent's actor). */
   attach(root: AnyActorRef): void {
+    this.root = root;
     const scheduler = root.system.scheduler as Scheduler;
     attached.set(scheduler, { timers: this, root, schedule: scheduler.schedule, cancel: scheduler.cancel });
     scheduler.schedule = schedule;
@@ -117,6 +132,7 @@ export class DurableTimers implements Clock {
     const to = target === root ? undefined : target.id;
     if (source === root && (to === undefined || root.getSnapshot().children?.[to] === target)) {
       this.pending.set(id, { id, at: Date.now() + delay, event: event as PendingTimer['event'], ...(to === undefined ? {} : { to }) });
+      if (to !== undefined) (this.targets ??= new Map()).set(id, target);
       if (!this.rearming) this.owner.timersChanged(this.list());
     }
     this.scheduling = id;
@@ -150,7 +166,8 @@ export class DurableTimers implements Clock {
       const target = timer.to === undefined ? root : (root.getSnapshot().children?.[timer.to] as AnyActorRef | undefined);
       if (!target) continue; // its child is gone: it could not be delivered live either
       const at = timer.at;
-      scheduler.schedule(root, target, timer.event, Math.max(0, at - now), timer.id);
+      scheduler.schedule(root, target, reviveRefs(timer.event, root) as AnyEventObject, Math.max(0, at - now), timer.id);
+      if (timer.to !== undefined) (this.targets ??= new Map()).set(timer.id, target);
       // Keep the original deadline, not now + what was left (they differ by the milliseconds above).
       const kept = this.pendingById?.get(timer.id);
       if (kept) kept.at = at;
@@ -162,11 +179,48 @@ export class DurableTimers implements Clock {
     this.stopping = true;
   }
 
-  list(): PendingTimer[] {
+  /**
+   * The pending set, for a checkpoint (what fired before is then saved), given the agent's children
+   * in that checkpoint. A delayed event to a child that is no longer there, or was replaced under
+   * the same id, is dropped: XState delivers it to no one (the actor it was scheduled for is stopped),
+   * and a restore must not hand it to the new child.
+   */
+  list(children: Record<string, unknown> | undefined = this.root?.getSnapshot().children): PendingTimer[] {
+    this.firedUnsaved = false;
+    if (this.targets) {
+      for (const [id, target] of this.targets) {
+        const timer = this.pendingById?.get(id);
+        if (timer && timer.to !== undefined && children?.[timer.to] === target) continue;
+        this.targets.delete(id);
+        this.pendingById?.delete(id);
+      }
+    }
     return this.pendingById ? [...this.pendingById.values()].map((t) => ({ ...t })) : [];
+  }
+
+  /** A checkpoint is written without delays: what fired before is saved. */
+  saved(): void {
+    this.firedUnsaved = false;
   }
 
   get size(): number {
     return this.pendingById?.size ?? 0;
   }
+}
+
+/**
+ * A stored event with its actor references live again. An event scheduled with a ref in it
+ * (`sendTo('child', { type: 'PING', origin: self }, { delay })`) is stored as JSON, where XState
+ * writes a ref as `{ xstate$$type: 1, id }`; XState revives the refs in a restored context the
+ * same way, from the agent itself and its children. A ref to an actor that is gone stays JSON.
+ */
+function reviveRefs(value: unknown, root: AnyActorRef): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) return value.map((item) => reviveRefs(item, root));
+  const record = value as Record<string, unknown>;
+  if (record.xstate$$type === 1 && typeof record.id === 'string') {
+    if (record.id === root.id) return root;
+    return (root.getSnapshot() as { children?: Record<string, AnyActorRef | undefined> }).children?.[record.id] ?? value;
+  }
+  return Object.fromEntries(Object.entries(record).map(([key, item]) => [key, reviveRefs(item, root)]));
 }

@@ -3,6 +3,7 @@
  * machine version, validate. Pure: a refusal is an Error whose message says what is wrong, and the
  * caller quarantines the agent with it (state corruption is its own failure domain).
  */
+import type { AnyStateMachine, AnyStateNode } from 'xstate';
 import type { PersistedSnapshotJson } from '../durable/definition.js';
 import type { CheckpointRecord, RestorableCheckpoint } from '../store/store.js';
 import type { RegisteredMachine } from './registered-machine.js';
@@ -30,13 +31,32 @@ export function readSnapshot(checkpoint: RestorableCheckpoint, machine: Register
   // snapshot stays active), leaving the agent stuck forever in the invoking state: refuse it here,
   // loudly (test/runtime/corruption.test.ts).
   const parsed = snapshot;
-  const known = machine.durable.implementations.actors;
   for (const [id, child] of Object.entries(parsed.children ?? {})) {
-    if (typeof child?.src !== 'string' || !(child.src in known)) {
+    if (typeof child?.src !== 'string' || !resolvesActor(machine.durable, child.src)) {
       throw new Error(`its snapshot has a running actor "${id}" whose logic "${String(child?.src)}" is not registered`);
     }
   }
   return parsed;
+}
+
+/**
+ * Whether XState finds the logic a snapshot's child names: a name registered in `setup({ actors })`,
+ * or an inline invoke, named `xstate.invoke.<index>.<state node id>` after its place in the chart.
+ */
+function resolvesActor(machine: AnyStateMachine, src: string): boolean {
+  if (src in machine.implementations.actors) return true;
+  const inline = /^xstate\.invoke\.(\d+)\.(.+)$/.exec(src);
+  if (!inline) return false;
+  let node: AnyStateNode;
+  try {
+    node = machine.getStateNodeById(inline[2]!);
+  } catch {
+    return false; // no such state in this version of the chart
+  }
+  const config: unknown = node.config.invoke;
+  const invoke: unknown = Array.isArray(config) ? config[Number(inline[1])] : Number(inline[1]) === 0 ? config : undefined;
+  const logic = (invoke as { src?: unknown } | undefined)?.src;
+  return typeof logic === 'object' && logic !== null;
 }
 
 /** The context of a stored checkpoint, for a view (null when its snapshot cannot be read). */
