@@ -75,7 +75,7 @@ export class AgentHost implements TransitionSink {
   /** The newest checkpoint committed (its seq): children its transition invoked may start. */
   private committedSeq: number;
   /** What the effects of the newest checkpoint deferred until its commit (actor starts, first): run together then. */
-  private afterCommit: { seq: number; runs: (() => void)[] } | undefined;
+  private afterCommit: { seq: number; runs: (() => void)[]; quiet: boolean } | undefined;
   /** Children started and not yet finished; created on first use (most live agents are idle). */
   private childStarts: Map<string, { input: unknown; startedAt: number }> | undefined;
   private stopped = false;
@@ -309,26 +309,30 @@ export class AgentHost implements TransitionSink {
     return this.owner.streamTokens(this.agentId, key, resumed);
   }
 
-  startAfterCommit(child: AnyActorRef, input: unknown, start: () => void): void {
+  startAfterCommit(child: AnyActorRef, input: unknown, start: () => void, quiet: boolean): void {
     this.runAfterCommit(() => {
       (this.childStarts ??= new Map()).set(child.id, { input, startedAt: Date.now() });
       start();
-    });
+    }, quiet);
   }
 
-  runAfterCommit(run: () => void): void {
+  runAfterCommit(run: () => void, quiet = false): void {
     // XState runs a macrostep's deferred effects right after `transition` returns, before anything
     // else can transition this actor: the newest checkpoint is the one whose effects these are.
     if (this.committedSeq === this.seq) return run();
     let batch = this.afterCommit;
     if (batch?.seq !== this.seq) {
-      const runs: (() => void)[] = [];
-      batch = this.afterCommit = { seq: this.seq, runs };
+      const created = { seq: this.seq, runs: [] as (() => void)[], quiet: true };
+      batch = this.afterCommit = created;
       this.lastCommit.then(
         () => {
-          if (this.afterCommit?.runs === runs) this.afterCommit = undefined;
+          if (this.afterCommit === created) this.afterCommit = undefined;
           if (this.stopped) return;
-          this.actor.send({ type: AFTER_COMMIT_EVENT, run: () => runs.forEach((r) => r()) } as AnyEventObject);
+          const runAll = () => created.runs.forEach((r) => r());
+          // Starts that send nothing back (promises: the agent's usual LLM and tool calls) need no
+          // macrostep of their own: an event less per call.
+          if (created.quiet) runAll();
+          else this.actor.send({ type: AFTER_COMMIT_EVENT, run: runAll } as AnyEventObject);
         },
         () => {
           // Not committed: the host is going down and will restore from the store.
@@ -336,11 +340,14 @@ export class AgentHost implements TransitionSink {
       );
     }
     batch.runs.push(run);
+    batch.quiet &&= quiet;
   }
 
   afterPendingStarts(run: () => void): void {
-    if (this.afterCommit?.seq === this.seq) this.afterCommit.runs.push(run);
-    else run();
+    const batch = this.afterCommit;
+    if (batch?.seq !== this.seq) return run();
+    batch.runs.push(run);
+    batch.quiet = false;
   }
 
   // --- internals ------------------------------------------------------------------------------

@@ -12,6 +12,7 @@
  */
 import {
   createActor,
+  fromPromise,
   type Actor,
   type ActorOptions,
   type AnyActorLogic,
@@ -38,8 +39,9 @@ export interface TransitionSink extends DurableAgentHandle {
    * Runs `start` once the checkpoint whose transition invoked `child` is committed: at once when it
    * is, else after the commit together with what else that checkpoint's effects deferred (see
    * `runAfterCommit`); never if the commit fails (the host goes down and restores from the store).
+   * `quiet`: its start sends the agent nothing (a promise settles later), so it needs no macrostep.
    */
-  startAfterCommit(child: AnyActorRef, input: unknown, start: () => void): void;
+  startAfterCommit(child: AnyActorRef, input: unknown, start: () => void, quiet: boolean): void;
   /**
    * Runs `run` once the newest checkpoint is committed, in order with the actor starts it waits
    * with. They all run inside one macrostep of the agent (an event `AFTER_COMMIT_EVENT` that changes
@@ -263,6 +265,7 @@ function gateStart(logic: AnyActorLogic): AnyActorLogic {
   const transition = logic.transition.bind(logic);
   // Child *machines* keep their own state and invoke their own actors, which this gate cannot see: agents are flat.
   if (!start || 'root' in logic) return logic;
+  const quiet = isPromiseLogic(logic);
   return {
     ...logic,
     start(state: { input?: unknown }, scope: AnyActorScope) {
@@ -282,7 +285,7 @@ function gateStart(logic: AnyActorLogic): AnyActorLogic {
           return;
         }
         for (const event of waiting.held) self.send(event);
-      });
+      }, quiet);
     },
     transition(state: Snapshot<unknown>, event: AnyEventObject, scope: AnyActorScope) {
       if (event.type === START_FAILED) return { ...state, status: 'error', error: (event as { error?: unknown }).error };
@@ -298,4 +301,12 @@ function gateStart(logic: AnyActorLogic): AnyActorLogic {
       return transition(state as never, event as never, scope as never);
     },
   } as AnyActorLogic;
+}
+
+/** The source of XState's promise logic's `transition`: the same text for every `fromPromise(...)`. */
+const PROMISE_TRANSITION = String(fromPromise(() => Promise.resolve()).transition);
+
+/** XState's promise logic: its start calls the creator and returns; what it sends comes later, from the promise. */
+function isPromiseLogic(logic: AnyActorLogic): boolean {
+  return String(logic.transition) === PROMISE_TRANSITION;
 }
