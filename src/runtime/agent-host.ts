@@ -328,7 +328,12 @@ export class AgentHost implements TransitionSink {
         () => {
           if (this.afterCommit === created) this.afterCommit = undefined;
           if (this.stopped) return;
-          const runAll = () => created.runs.forEach((r) => r());
+          const runAll = () => {
+            created.runs.forEach((r) => r());
+            // Events held for a child until its start were delivered: a checkpoint says so, or a
+            // restore would deliver them again.
+            if (this.timers.unsaved) this.delayFired(AFTER_COMMIT_EVENT);
+          };
           // Starts that send nothing back (promises: the agent's usual LLM and tool calls) need no
           // macrostep of their own: an event less per call.
           if (created.quiet) runAll();
@@ -341,6 +346,14 @@ export class AgentHost implements TransitionSink {
     }
     batch.runs.push(run);
     batch.quiet &&= quiet;
+  }
+
+  heldForStart(child: AnyActorRef, event: AnyEventObject): string {
+    return this.timers.hold(this.actor, child, event);
+  }
+
+  heldDelivered(heldId: string): void {
+    this.timers.release(heldId);
   }
 
   afterPendingStarts(run: () => void): void {

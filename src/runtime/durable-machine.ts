@@ -51,6 +51,14 @@ export interface TransitionSink extends DurableAgentHandle {
   runAfterCommit(run: () => void): void;
   /** Runs `run` with the starts waiting for the newest checkpoint's commit, if some wait; else at once. */
   afterPendingStarts(run: () => void): void;
+  /**
+   * An event was sent to `child` before its start: the checkpoint of the transition that sent it
+   * keeps it (with the agent's delays, due at once), so that a restore delivers it to the child
+   * started again, as the child got it right after its start. Returns its id for `heldDelivered`.
+   */
+  heldForStart(child: AnyActorRef, event: AnyEventObject): string;
+  /** The held event was delivered after the child's start: no later checkpoint keeps it. */
+  heldDelivered(heldId: string): void;
 }
 
 // createActor computes the initial snapshot inside its constructor, before we can register the sink
@@ -248,7 +256,7 @@ const START_FAILED = 'runtime.actorStartFailed';
 /** A gated actor not started yet: the events sent to it meanwhile, delivered once it starts. */
 interface HeldStart {
   started: boolean;
-  held: AnyEventObject[];
+  held: { event: AnyEventObject; id: string }[];
 }
 
 const heldStarts = new WeakMap<AnyActorRef, HeldStart>();
@@ -284,7 +292,10 @@ function gateStart(logic: AnyActorLogic): AnyActorLogic {
           self.send({ type: START_FAILED, error });
           return;
         }
-        for (const event of waiting.held) self.send(event);
+        for (const { event, id } of waiting.held) {
+          self.send(event);
+          sink.heldDelivered(id);
+        }
       }, quiet);
     },
     transition(state: Snapshot<unknown>, event: AnyEventObject, scope: AnyActorScope) {
@@ -292,7 +303,8 @@ function gateStart(logic: AnyActorLogic): AnyActorLogic {
       const waiting = heldStarts.get(scope.self);
       if (waiting && !waiting.started) {
         if (event.type !== 'xstate.stop') {
-          waiting.held.push(event);
+          const sink = agentOfSystem<TransitionSink>(scope.system)!;
+          waiting.held.push({ event, id: sink.heldForStart(scope.self, event) });
           return state;
         }
         heldStarts.delete(scope.self);

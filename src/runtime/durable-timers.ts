@@ -174,6 +174,30 @@ export class DurableTimers implements Clock {
     }
   }
 
+  /**
+   * An event for a child that has not started yet (it waits for the commit of the checkpoint that
+   * invoked it): kept as a delay due now, so the checkpoint holds it and a restore delivers it to
+   * the child started again. Returns its id.
+   */
+  hold(root: AnyActorRef, child: AnyActorRef, event: AnyEventObject): string {
+    const id = `h${(++this.counter).toString(36)}.${Date.now().toString(36)}`;
+    this.pending.set(id, { id, at: Date.now(), event: event as PendingTimer['event'], to: child.id });
+    (this.targets ??= new Map()).set(id, child);
+    this.owner.timersChanged(this.list(root.getSnapshot().children));
+    return id;
+  }
+
+  /** A held event was delivered: the set changed without a checkpoint (`unsaved`), as after a firing. */
+  release(id: string): void {
+    if (this.pendingById?.delete(id)) this.firedUnsaved = true;
+    this.targets?.delete(id);
+  }
+
+  /** The set lost a delay (fired, or a held event delivered) since the last checkpoint took it. */
+  get unsaved(): boolean {
+    return this.firedUnsaved;
+  }
+
   /** The actor is about to stop: what it cancels now stays pending in the store. */
   stop(): void {
     this.stopping = true;

@@ -6,6 +6,7 @@ import { tempDir } from '../helpers/temp.js';
 import { allCases } from './cases/index.js';
 import type { ConformanceCase } from './case.js';
 import { differences } from './compare.js';
+import { pool } from './pool.js';
 import { runKilled } from './run-killed.js';
 import { runInRuntime, type CaseOutcome } from './run-runtime.js';
 import { runInXState, type CaseRun } from './run-xstate.js';
@@ -18,15 +19,6 @@ interface CaseResults {
 }
 
 const results = new Map<string, CaseResults | { failed: unknown }>();
-
-/** Runs `work` over `items`, at most `limit` at a time. */
-async function pool<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const runners = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await work(items[next++]!);
-  });
-  await Promise.all(runners);
-}
 
 async function runInRuntimeWays(c: ConformanceCase, dir: string, xstate: CaseRun): Promise<void> {
   try {

@@ -103,8 +103,18 @@ class Worker {
  * wait's process killed half-way too. Time is the chart's: it stops from a kill to the next `go`
  * (see case-worker.ts), so each step lasts for the chart what it lasts in XState.
  */
-export async function runKilled(c: ConformanceCase, dir: string): Promise<CaseOutcome & { kills?: number }> {
-  const file = path.join(dir, `${c.id}-killed.db`);
+export async function runKilled(
+  c: ConformanceCase,
+  dir: string,
+  options: {
+    /**
+     * Also kill the process the moment an event is acknowledged (committed to the inbox), before
+     * the agent is quiet: its transition may be half done, and is taken again after the restore.
+     */
+    atAck?: boolean;
+  } = {},
+): Promise<CaseOutcome & { kills?: number }> {
+  const file = path.join(dir, `${c.id}-killed${options.atAck ? '-at-ack' : ''}.db`);
   /** ms of real time during which the case had no process: the chart's clock is behind by this. */
   let offset = 0;
   const chartNow = () => Date.now() - offset;
@@ -129,9 +139,9 @@ export async function runKilled(c: ConformanceCase, dir: string): Promise<CaseOu
   let current: Worker | undefined;
   let kills = 0;
   /** Kills the running process (if any) and has the loaded spare take over the file. */
-  const takeOver = async (): Promise<string[] | undefined> => {
+  const takeOver = async (abrupt = false): Promise<string[] | undefined> => {
     if (current) {
-      await current.die();
+      await (abrupt ? current.kill() : current.die());
       kills++;
     }
     const stoppedAt = Date.now();
@@ -161,6 +171,7 @@ export async function runKilled(c: ConformanceCase, dir: string): Promise<CaseOu
       if ('send' in step) {
         const ack = await current!.request({ op: 'send', event: step.send }, 'ack');
         if (typeof ack.refusal === 'string') refusals.push(ack.refusal);
+        if (options.atAck) await takeOver(true);
       } else {
         const until = caseStart + plan[k + 1]!;
         await sleep((until - chartNow()) / 2);
