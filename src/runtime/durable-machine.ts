@@ -129,10 +129,28 @@ export function makeDurable<T extends AnyStateMachine>(machine: T): T {
       // persisted `stopped` snapshot restores as a dead actor.
       if (!sink || event.type === 'xstate.stop') return next;
       if (next === snapshot) sink.onIgnored(event);
-      else sink.onTransition(snapshot, next, event, base.getPersistedSnapshot(next));
+      else sink.onTransition(snapshot, next, event, base.getPersistedSnapshot(assertNamedChildren(next)));
       return next;
     },
   });
+}
+
+/**
+ * The snapshot, if every child in it names its logic. A child spawned with inline logic
+ * (`spawn(fromPromise(…))` in `assign`, which the linter cannot see) has none: XState's development
+ * build throws while persisting it, its production build writes the logic's definition, which
+ * restores as a broken child. Either way the agent fails at this step, with this message.
+ */
+function assertNamedChildren(snapshot: AnyMachineSnapshot): AnyMachineSnapshot {
+  const children = snapshot.children as Record<string, AnyActorRef | undefined>;
+  for (const id in children) {
+    if (typeof children[id]?.src !== 'string') {
+      throw new Error(
+        `The child "${id}" was spawned with inline logic, which a checkpoint cannot name: register the logic in setup({ actors }) and spawn it by name.`,
+      );
+    }
+  }
+  return snapshot;
 }
 
 /** The event that runs the effects that waited for a commit inside a macrostep of the agent (see `runAfterCommit`). */

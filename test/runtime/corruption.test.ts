@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assign, setup } from 'xstate';
+import { assign, createMachine, fromPromise, setup } from 'xstate';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { MachineDefinition } from '../../src/durable/definition.js';
 import { isIdleWithProgress, startRuntime, waitForView, runtimesClosedAfterEach } from '../helpers/runtime.js';
@@ -155,5 +155,24 @@ describe('state corruption is detected, isolated to its agent, and reported', ()
     expect((await t.store.getAgent('f1'))?.error?.message).toMatch(/BigInt/);
     await t.runtime.send('f2', { type: 'inc' });
     await waitForView(t.runtime, 'f2', (v) => (v.context as { count: number }).count === 1);
+  });
+
+  it('fails an agent that spawns inline logic in assign (no checkpoint can name it) at that step, with a message saying so', async () => {
+    // createMachine, not setup({}): setup types `spawn` to registered actors only.
+    const inlineSpawn = createMachine({
+      id: 'inlineSpawn',
+      context: { ref: null as unknown },
+      initial: 'idle',
+      states: {
+        idle: { on: { go: { target: 'spawned', actions: assign({ ref: ({ spawn }) => spawn(fromPromise(async () => 42), { id: 'worker' }) }) } } },
+        spawned: { on: { go: 'idle' } },
+      },
+    });
+    const t = await start({ machines: [{ name: 'inline-spawn', machine: inlineSpawn }] });
+    await t.runtime.spawn('inline-spawn', { id: 's1' });
+    await t.runtime.send('s1', { type: 'go' });
+    const failed = await waitForView(t.runtime, 's1', (v) => v.status === 'error');
+    expect(failed.state).toBe('idle');
+    expect((await t.store.getAgent('s1'))?.error?.message).toMatch(/child "worker" was spawned with inline logic/);
   });
 });
