@@ -1,8 +1,9 @@
 // A parent and its children in different Postgres-backed processes, with SIGKILL: the supervisor
 // example spawns three reference agents in process A, which is killed while their LLM calls run.
-// B (passivating: it leaves resting agents to others) adopts the children, C the waiting parent;
-// then B is killed mid-call too and C adopts the children. The parent still gets each child's
-// answer exactly once, and answers from all three.
+// B (passivating: it leaves resting agents to others) adopts the children, C the waiting parent
+// (or B does, when a child's report wakes the parent before C has started: under load C can take
+// longer than a call); then B is killed mid-call too and C adopts what B ran. The parent still
+// gets each child's answer exactly once, and answers from all three.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -75,13 +76,15 @@ describe('child agents across processes (Postgres, SIGKILL)', () => {
       await kill(a);
       await sleep(LEASE_MS * 1.5);
 
-      // B adopts only what does not rest: the children, whose calls were in flight. Then C, the parent.
+      // B adopts only what does not rest: the children, whose calls were in flight, before it is
+      // ready. Then C the parent, unless a child's report woke it in B first: the race is not the
+      // point, one live owner for each agent is (the rest of the test checks that it ran once).
       const b = startWorker(schema, ['--passivate-ms', '60000']);
       const bId = await b.ready;
       const c = startWorker(schema);
       const cId = await c.ready;
       const placed = await owners();
-      expect(placed.s1).toBe(cId);
+      expect([bId, cId], 's1').toContain(placed.s1);
       for (const child of children) expect(placed[child], child).toBe(bId);
 
       // B dies mid-call too: C adopts the children once B's lease runs out, and their calls run again.

