@@ -3,7 +3,7 @@
  * (`durable-agents/sqlite`, `durable-agents/postgres`) so that importing this file loads neither
  * native SQLite nor `pg`.
  */
-export { createRuntime, Runtime, type RuntimeOptions } from './runtime/runtime.js';
+export { createRuntime, Runtime, WaitForError, type RuntimeOptions, type WaitForOptions } from './runtime/runtime.js';
 export type { RetentionPolicy } from './runtime/pruner.js';
 export { currentAgent, type DurableAgentHandle } from './durable/current-agent.js';
 export type { ActorDeclaration, ActorKind, MachineDefinition, MachineRetention, PersistedSnapshotJson, SnapshotUpgrade } from './durable/definition.js';

@@ -1,11 +1,13 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
+import type { MiddlewareHandler } from 'hono';
 import { requestId } from 'hono/request-id';
+import { basePath } from 'hono/route';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { createDashboard, DASHBOARD_AUTH } from './dashboard/index.js';
 import type { AppEnv } from './env.js';
-import { bearerAuth } from './middleware/auth.js';
+import { bearerAuth, type BearerAuthOptions } from './middleware/auth.js';
 import { createErrorHandler, onNotFound } from './middleware/error-handler.js';
 import { DEFAULT_BODY_LIMIT, jsonBody } from './middleware/json-body.js';
 import { requestLogger } from './middleware/request-log.js';
@@ -61,7 +63,7 @@ export function createServer({
   app.notFound(onNotFound);
   // Middleware first: Hono runs handlers in the order they were added, and every route comes after.
   app.use(httpTracing(), requestId(), requestLogger(logger, metrics));
-  if (token) app.use(bearerAuth(token, DASHBOARD_AUTH));
+  if (token) app.use(mountedAuth(token, DASHBOARD_AUTH));
 
   const deps: RouteDeps = { runtime, metrics, jsonBody: jsonBody({ maxBytes: bodyLimit }), shutdown };
   registerServiceRoutes(app, deps);
@@ -76,4 +78,31 @@ export function createServer({
   app.route('/', createDashboard({ runtime, token }));
 
   return app;
+}
+
+/** The paths `bearerAuth` always leaves open (it compares them with whole request paths). */
+const OPEN_PATHS = ['/healthz'];
+
+/**
+ * `bearerAuth`, wherever the app is mounted: the request path it compares with its open paths
+ * (/healthz, the login page, …) starts with the mount's prefix (`app.route('/agents-api', app)`), so
+ * they are prefixed with it, read per request (a few prefixes kept).
+ */
+function mountedAuth(token: string, options: BearerAuthOptions): MiddlewareHandler {
+  const byPrefix = new Map<string, MiddlewareHandler>();
+  return (c, next) => {
+    const prefix = basePath(c).replace(/\/+$/, '');
+    let auth = byPrefix.get(prefix);
+    if (!auth) {
+      const at = (path: string) => prefix + path;
+      auth = bearerAuth(token, {
+        ...options,
+        publicPaths: [...OPEN_PATHS, ...(options.publicPaths ?? [])].map(at),
+        ...(options.loginPath !== undefined ? { loginPath: at(options.loginPath) } : {}),
+      });
+      if (byPrefix.size >= 16) byPrefix.clear(); // a mount under a path parameter has one per value
+      byPrefix.set(prefix, auth);
+    }
+    return auth(c, next);
+  };
 }

@@ -2,7 +2,7 @@
 // each method is a few lines over LiveAgents, Watchers, the store or ownership, which do the work.
 import { reportKey, type ChildEvent } from '../durable/child-events.js';
 import type { AnyMachineSnapshot, InspectionEvent } from 'xstate';
-import { ConflictError, CorruptStateError, NotFoundError, PrunedError } from '../core/errors.js';
+import { AgentsError, ConflictError, CorruptStateError, NotFoundError, PrunedError, truncate } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { topLevelState } from '../core/state-value.js';
 import type { MachineDefinition } from '../durable/definition.js';
@@ -64,6 +64,28 @@ export interface RuntimeOptions {
 
 export type { ViewListener };
 
+export interface WaitForOptions {
+  /** Reject with a `WaitForError` after this long (default: Infinity, no timeout, as XState's `waitFor`). */
+  timeoutMs?: number;
+  /** Aborting it rejects the wait with a `WaitForError`. */
+  signal?: AbortSignal;
+}
+
+/**
+ * `runtime.waitFor` gave up: timed out, the agent ended without the condition holding (`view` is
+ * its last view), the wait was aborted, or the runtime closed.
+ */
+export class WaitForError extends AgentsError {
+  readonly code = 'wait_failed';
+  constructor(
+    readonly agentId: string,
+    readonly reason: string,
+    readonly view?: AgentView,
+  ) {
+    super(`Waiting for agent "${truncate(agentId, 128)}": ${reason}.`);
+  }
+}
+
 /**
  * The runtime's API: commands (spawn, send, stop, fork), queries (views, history, machines) and
  * watching. The work is done by its parts: `LiveAgents` (the agents in memory, restore, passivation,
@@ -98,6 +120,8 @@ export class Runtime {
   private readonly observer: RuntimeObserver;
   private readonly skipResting: boolean;
   private closing = false;
+  /** Each pending `waitFor`'s rejection at close. */
+  private readonly waits = new Set<() => void>();
   private openFeeds = 0;
   private readonly wakeups: Wakeups | undefined;
   private readonly pruner: Pruner | undefined;
@@ -409,6 +433,66 @@ export class Runtime {
     return this.watchers.watch(agentId, listener);
   }
 
+  /**
+   * Resolves with the agent's view as soon as `predicate(view)` holds, as XState's `waitFor` does:
+   * on its current view first (an agent already there, e.g. one that finished before this process
+   * started, resolves at once), then on the view after each committed transition (here, or in another
+   * process on a shared store). Rejects with a `WaitForError` when `timeoutMs` passes (default: no
+   * timeout, XState's `Infinity`), when the agent ends (done, error or stopped) in a view the
+   * predicate refuses, when `signal` aborts, or when the runtime closes; with NotFoundError for an
+   * unknown agent. The views are those `watch` shows (no `children`); a predicate that throws rejects.
+   *
+   * @example
+   * const view = await runtime.waitFor('a1', (v) => v.state === 'idle' && v.progress >= 2, { timeoutMs: 60_000 });
+   */
+  waitFor(agentId: string, predicate: (view: AgentView) => boolean, options: WaitForOptions = {}): Promise<AgentView> {
+    const { timeoutMs = Infinity, signal } = options;
+    return new Promise<AgentView>((resolve, reject) => {
+      if (this.closing) return reject(new WaitForError(agentId, 'the runtime is closed'));
+      if (signal?.aborted) return reject(new WaitForError(agentId, 'the wait was aborted'));
+      /** The seq of the newest view looked at. */
+      let seen = -1;
+      let ended = false;
+      const end = (outcome: () => void) => {
+        if (ended) return;
+        ended = true;
+        unwatch();
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.waits.delete(onClose);
+        outcome();
+      };
+      // A watcher's view is never older than the one before it (a stop keeps the seq); the current view,
+      // read while commits go on, is looked at only if no watcher showed one as new.
+      const look = (view: AgentView, seq: number, current = false) => {
+        if (ended || seq < seen || (current && seq === seen)) return;
+        seen = seq;
+        let holds: boolean;
+        try {
+          holds = predicate(view);
+        } catch (err) {
+          return end(() => reject(err));
+        }
+        if (holds) end(() => resolve(view));
+        else if (view.status !== 'active') end(() => reject(new WaitForError(agentId, `the agent ended (status "${view.status}") without the condition holding`, view)));
+      };
+      const onAbort = () => end(() => reject(new WaitForError(agentId, 'the wait was aborted')));
+      const onClose = () => end(() => reject(new WaitForError(agentId, 'the runtime closed')));
+      // Watch before reading the current view: a commit in between is seen by the watcher.
+      const unwatch = this.watchers.watch(agentId, look);
+      const timer =
+        Number.isFinite(timeoutMs) && timeoutMs >= 0
+          ? setTimeout(() => end(() => reject(new WaitForError(agentId, `the condition did not hold within ${timeoutMs} ms`))), timeoutMs)
+          : undefined;
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waits.add(onClose);
+      this.live.currentView(agentId).then(
+        ({ view, seq }) => look(view, seq, true),
+        (err: unknown) => end(() => reject(err)),
+      );
+    });
+  }
+
   // --- life cycle -------------------------------------------------------------------------------
 
   /** Restores every active agent from its last checkpoint and resumes it. */
@@ -428,6 +512,7 @@ export class Runtime {
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
+    for (const reject of [...this.waits]) reject();
     await this.pruner?.stop();
     await this.wakeups?.stop();
     await this.leaseKeeper?.stop();

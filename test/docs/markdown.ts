@@ -134,6 +134,7 @@ const PACKAGE_ENTRIES: Readonly<Record<string, string>> = {
   'src/store/sqlite/index.ts': 'durable-agents/sqlite',
   'src/store/postgres/index.ts': 'durable-agents/postgres',
   'src/testing/index.ts': 'durable-agents/testing',
+  'src/http/index.ts': 'durable-agents/http',
 };
 
 /**

@@ -1,4 +1,4 @@
-import { agentDefinition, createOpenAiClient, createRuntime, createSimulatedLlm, type AgentView } from '../../../src/index.js';
+import { agentDefinition, createOpenAiClient, createRuntime, createSimulatedLlm } from '../../../src/index.js';
 import { openSqliteStore } from '../../../src/store/sqlite/index.js';
 
 // The OpenAI API when a key is set; otherwise the built-in simulated LLM (deterministic text).
@@ -11,18 +11,14 @@ const runtime = await createRuntime({
   machines: [agentDefinition({ llm })],
 });
 
-// A view after every committed transition: resolve once the agent rests with its tasks done.
-const finished = new Promise<AgentView>((resolve) => {
-  const unwatch = runtime.watch('a1', (view) => {
-    if (view.state !== 'idle' || view.progress < 2) return;
-    unwatch();
-    resolve(view);
-  });
-});
-
 await runtime.spawn('agent', { id: 'a1', input: { tasks: ['Summarize the report'] } }); // once committed
+// The first view that matches: the current one (run again, the agent already rests), else the view
+// after the commit that gets it there.
+const rested = await runtime.waitFor('a1', (view) => view.state === 'idle');
 await runtime.send('a1', { type: 'task.add', task: 'Extract the entities' }); // once in the inbox
-console.log('progress', (await finished).progress);
+// Resting again with one more task done (right after the send, the view is still the one above).
+const done = await runtime.waitFor('a1', (view) => view.state === 'idle' && view.progress > rested.progress, { timeoutMs: 60_000 });
+console.log('progress', done.progress);
 
 // Every LLM call and side effect, with its input and result, oldest first.
 for (const { action, result } of await runtime.actions('a1')) console.log(action, result);
