@@ -25,7 +25,7 @@ export function createOpenAiClient(options: OpenAiClientOptions): LlmClient {
       // idle limit: no chunk for `timeoutMs`.
       const idle = new IdleLimit(request.timeoutMs);
       const abort = AbortSignal.any([signal, idle.signal]);
-      let answer: StreamedAnswer | undefined;
+      let answered = false;
       try {
         // The request and its errors through the SDK; the body read here (see `readChunks`).
         const response = await openai.chat.completions.create(
@@ -40,22 +40,37 @@ export function createOpenAiClient(options: OpenAiClientOptions): LlmClient {
           },
           { signal: abort, timeout: request.timeoutMs },
         ).asResponse();
-        const streamed = (answer = new StreamedAnswer());
+        answered = true;
         idle.reset();
-        const sawDone = await readChunks(response, (chunk) => {
-          idle.reset();
-          const text = streamed.add(chunk);
-          if (text && onDelta) onDelta(text);
-        });
-        // Some OpenAI-compatible servers end without `[DONE]`: an answer that said why it finished is whole.
-        if (!sawDone && !streamed.finishReason) throw new Error('the stream ended before the answer finished');
-        return streamed.finish();
+        // Many OpenAI-compatible servers and proxies answer `stream: true` with a plain completion: the
+        // SDK would read it as an event stream with no events (it goes by the request, not the
+        // answer), so the content-type decides here, by the SDK's own rule for JSON.
+        let plain = isJsonMediaType(response.headers.get('content-type')) ? await readText(response, () => idle.reset()) : undefined;
+        if (plain === undefined) {
+          const streamed = new StreamedAnswer();
+          const read = await readChunks(response, (chunk) => {
+            idle.reset();
+            const text = streamed.add(chunk);
+            if (text && onDelta) onDelta(text);
+          });
+          if (read.plain === undefined) {
+            // Some OpenAI-compatible servers end without `[DONE]`: an answer that said why it finished is whole.
+            if (!read.done && !streamed.finishReason) throw new Error('the stream ended before the answer finished');
+            return streamed.finish();
+          }
+          // Not one event, and a body that is a JSON object: a plain completion under another content-type.
+          plain = read.plain;
+        }
+        const answer = completionAnswer(plain);
+        // A plain answer streams as one delta: the deltas of a call, joined, are its content.
+        if (answer.content !== null && onDelta) onDelta(answer.content);
+        return answer;
       } catch (err) {
         if (idle.signal.aborted && !signal.aborted) {
           throw new StepError('transient', 'llm_timeout', `The LLM stream sent nothing for ${request.timeoutMs} ms.`, { cause: err });
         }
         // A stream cut after its headers (the connection dropped, the body ended early) is worth asking again.
-        if (answer && !signal.aborted && !(err instanceof APIError) && !(err instanceof StepError)) {
+        if (answered && !signal.aborted && !(err instanceof APIError) && !(err instanceof StepError)) {
           const message = err instanceof Error ? err.message : String(err);
           throw new StepError('transient', 'llm_stream_interrupted', `The LLM stream broke off: ${message}`, { cause: err });
         }
@@ -72,14 +87,22 @@ export function createOpenAiClient(options: OpenAiClientOptions): LlmClient {
  * `eventsource-parser` rather than the SDK's `Stream`, whose line splitter copies the rest of its
  * buffer at every event: measured 14–21 µs per chunk against 3–6, the largest cost of relaying
  * tokens (docs/performance.md, `stream`). An `error` in the stream fails the call, as the SDK does.
- * Resolves with whether `[DONE]` came.
+ * Resolves with whether `[DONE]` came; with `plain`, the body, when it held no event at all and is
+ * a JSON object (a plain completion sent under another content-type than JSON).
  */
-async function readChunks(response: Response, onChunk: (chunk: OpenAI.Chat.Completions.ChatCompletionChunk) => void): Promise<boolean> {
+async function readChunks(
+  response: Response,
+  onChunk: (chunk: OpenAI.Chat.Completions.ChatCompletionChunk) => void,
+): Promise<{ done: boolean; plain?: string }> {
   if (!response.body) throw new StepError('transient', 'llm_stream_interrupted', 'The LLM answered without a body.');
   let done = false;
+  let events = 0;
+  // The body as read so far, kept only until the first event: a JSON body has none.
+  let raw = '';
   let failure: StepError | undefined;
   const parser = createParser({
     onEvent: ({ event, data }) => {
+      events++;
       if (done || failure) return;
       if (data === '[DONE]') {
         done = true;
@@ -95,12 +118,86 @@ async function readChunks(response: Response, onChunk: (chunk: OpenAI.Chat.Compl
   });
   const decoder = new TextDecoder();
   for await (const bytes of response.body as unknown as AsyncIterable<Uint8Array>) {
-    parser.feed(decoder.decode(bytes, { stream: true }));
+    const text = decoder.decode(bytes, { stream: true });
+    if (events === 0) raw += text;
+    parser.feed(text);
     if (failure) throw failure;
-    if (done) return true;
+    if (done) return { done: true };
   }
   if (failure) throw failure;
-  return false;
+  raw += decoder.decode();
+  if (events === 0 && raw.trimStart().startsWith('{')) return { done: false, plain: raw };
+  return { done: false };
+}
+
+/** The SDK's rule for a JSON answer (`internal/parse`): `application/json`, or any `+json` type. */
+function isJsonMediaType(contentType: string | null): boolean {
+  const mediaType = contentType?.split(';')[0]?.trim().toLowerCase();
+  return !!mediaType && (mediaType.includes('application/json') || mediaType.endsWith('+json'));
+}
+
+/** A whole body as text, `onBytes` called as each piece arrives (the idle limit's reset). */
+async function readText(response: Response, onBytes: () => void): Promise<string> {
+  if (!response.body) return '';
+  const decoder = new TextDecoder();
+  let text = '';
+  for await (const bytes of response.body as unknown as AsyncIterable<Uint8Array>) {
+    onBytes();
+    text += decoder.decode(bytes, { stream: true });
+  }
+  return text + decoder.decode();
+}
+
+/**
+ * The answer of a plain (non-streamed) completion: `choices[0].message`'s content and tool calls,
+ * the usage. A body that is not a completion, one with an `error`, or one without `choices` is a
+ * permanent failure: asking again gets the same.
+ */
+function completionAnswer(body: string): LlmAnswer {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    throw new StepError('permanent', 'malformed_llm_answer', `The LLM answered with a body that is not JSON: ${preview(body)}`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new StepError('permanent', 'malformed_llm_answer', `The LLM answered with JSON that is not a completion: ${preview(body)}`);
+  }
+  const completion = parsed as {
+    choices?: unknown;
+    usage?: OpenAI.Completions.CompletionUsage | null;
+    error?: { message?: unknown } | string | null;
+  };
+  if (completion.error) {
+    const message = typeof completion.error === 'string' ? completion.error : completion.error.message;
+    throw new StepError('permanent', 'llm_error', `The LLM reported an error: ${typeof message === 'string' ? message : preview(body)}`);
+  }
+  if (!Array.isArray(completion.choices) || completion.choices.length === 0) throw noChoices();
+  const message = (completion.choices[0] as { message?: unknown } | null)?.message as
+    | { content?: unknown; tool_calls?: unknown }
+    | null
+    | undefined;
+  const calls = (Array.isArray(message?.tool_calls) ? (message.tool_calls as unknown[]) : []).map((raw) => {
+    const call = (raw ?? {}) as { id?: unknown; function?: { name?: unknown; arguments?: unknown } | null };
+    const args = call.function?.arguments;
+    return {
+      ...(typeof call.id === 'string' ? { id: call.id } : {}),
+      ...(typeof call.function?.name === 'string' ? { name: call.function.name } : {}),
+      // Some servers send the arguments as an object: the model's JSON text is what the agent keeps.
+      arguments: typeof args === 'string' ? args : args == null ? '' : JSON.stringify(args),
+    };
+  });
+  const content = typeof message?.content === 'string' ? message.content : '';
+  return answerOf(content, calls, completion.usage ?? undefined);
+}
+
+function noChoices(): StepError {
+  return new StepError('permanent', 'malformed_llm_answer', 'The LLM answered without any choices: no message to take.');
+}
+
+function preview(text: string): string {
+  const flat = text.trim().replace(/\s+/g, ' ');
+  return flat === '' ? '(empty)' : flat.length > 200 ? `${flat.slice(0, 200)}…` : flat;
 }
 
 /** An abort signal that fires once `ms` pass without a `reset()`. */
@@ -134,6 +231,8 @@ class StreamedAnswer {
   private content = '';
   private readonly calls: { id?: string; name?: string; arguments: string }[] = [];
   private usage: OpenAI.Completions.CompletionUsage | undefined;
+  /** Whether any chunk had a choice: a stream whose chunks have none answered nothing. */
+  private choices = false;
   /** Why the model stopped (`stop`, `tool_calls`, `length`…), once a chunk said it. */
   finishReason: string | undefined;
 
@@ -141,6 +240,7 @@ class StreamedAnswer {
   add(chunk: OpenAI.Chat.Completions.ChatCompletionChunk): string | undefined {
     if (chunk.usage) this.usage = chunk.usage;
     const choice = chunk.choices?.[0];
+    if (choice) this.choices = true;
     if (choice?.finish_reason) this.finishReason = choice.finish_reason;
     const delta = choice?.delta;
     if (!delta) return undefined;
@@ -157,20 +257,26 @@ class StreamedAnswer {
   }
 
   finish(): LlmAnswer {
-    const toolCalls: ToolCall[] = [];
-    for (const call of this.calls) {
-      if (!call) continue;
-      if (typeof call.id !== 'string' || typeof call.name !== 'string') {
-        throw new StepError('permanent', 'malformed_llm_answer', 'The model returned a tool call without an id and a function name.');
-      }
-      toolCalls.push({ id: call.id, name: call.name, arguments: call.arguments });
-    }
-    const content = this.content === '' ? null : this.content;
-    if (content === null && toolCalls.length === 0) {
-      throw new StepError('permanent', 'malformed_llm_answer', 'The model returned neither text nor tool calls.');
-    }
-    return { content, toolCalls, usage: usageOf(this.usage) };
+    if (!this.choices) throw noChoices();
+    return answerOf(this.content, this.calls, this.usage);
   }
+}
+
+/** An answer from its text and tool calls, whichever way they came: each call needs an id and a name, and one of the two is needed. */
+function answerOf(text: string, calls: readonly ({ id?: string; name?: string; arguments: string } | undefined)[], usage: OpenAI.Completions.CompletionUsage | undefined): LlmAnswer {
+  const toolCalls: ToolCall[] = [];
+  for (const call of calls) {
+    if (!call) continue;
+    if (typeof call.id !== 'string' || typeof call.name !== 'string') {
+      throw new StepError('permanent', 'malformed_llm_answer', 'The model returned a tool call without an id and a function name.');
+    }
+    toolCalls.push({ id: call.id, name: call.name, arguments: call.arguments });
+  }
+  const content = text === '' ? null : text;
+  if (content === null && toolCalls.length === 0) {
+    throw new StepError('permanent', 'malformed_llm_answer', 'The model returned neither text nor tool calls.');
+  }
+  return { content, toolCalls, usage: usageOf(usage) };
 }
 
 function usageOf(usage: OpenAI.Completions.CompletionUsage | undefined): LlmAnswer['usage'] {

@@ -669,6 +669,64 @@ describe('fake OpenAI server: streaming', () => {
     expect(fake.calls.map((c) => c.outcome.replace('aborted', 'fault'))).toEqual(['fault', 'fault', 'ok', 'fault']);
   });
 
+  it('streams: false answers a streaming request with the plain JSON completion, which the SDK stream reads as nothing', async () => {
+    const { fake, stream } = await streaming({ streams: false });
+    fake.script({ content: 'Hello world' });
+    const raw = await fetch(`${fake.url}/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } }),
+    });
+    expect(raw.headers.get('content-type')).toBe('application/json');
+    const body = (await raw.json()) as OpenAI.Chat.ChatCompletion;
+    expect(body).toMatchObject({ object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'Hello world' }, finish_reason: 'stop' }] });
+    expect(body.usage).toEqual(usageFor([{ content: 'hi' }], 'Hello world'));
+    expect(fake.calls[0]).toMatchObject({ stream: true, deltasSent: 0, outcome: 'ok' });
+
+    // The trap a client falls into: the SDK goes by the request, reads the body as events, finds none.
+    const hold = fake.holdAfter(1);
+    const got = await collect(await stream());
+    expect(got.chunks).toEqual([]);
+    expect(fake.calls[1]).toMatchObject({ stream: true, deltasSent: 0, outcome: 'ok' });
+    // No stream, so no hold was taken: the next streaming server would still have it.
+    hold.release();
+  });
+
+  it('completionContentType sets (or, null, leaves out) the content-type of a plain completion', async () => {
+    for (const [given, got] of [['text/plain', 'text/plain'], [null, null]] as const) {
+      const fake = await startFakeOpenAI({ streams: false, completionContentType: given });
+      try {
+        const raw = await fetch(`${fake.url}/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }], stream: true }) });
+        expect(raw.headers.get('content-type')).toBe(got);
+        expect(((await raw.json()) as OpenAI.Chat.ChatCompletion).choices[0]?.message.content).toBe('answer: x');
+      } finally {
+        await fake.close();
+      }
+    }
+  });
+
+  it('noChoices: a 200 with the usage and no choices (missing, or empty), plain or streamed', async () => {
+    const { fake, client, stream, messages: streamMessages } = await streaming();
+    fake.enqueueFaults({ kind: 'noChoices' }, { kind: 'noChoices', choices: 'empty' }, { kind: 'noChoices' }, { kind: 'noChoices', choices: 'empty' });
+    const messages: ChatCompletionMessageParam[] = [{ role: 'user', content: 'x' }];
+    const missing = await client.chat.completions.create({ model: 'm', messages });
+    expect(missing).toMatchObject({ object: 'chat.completion', usage: usageFor(messages, '') });
+    expect('choices' in missing).toBe(false);
+    expect((await client.chat.completions.create({ model: 'm', messages })).choices).toEqual([]);
+
+    // Read chunk by chunk (collect() expects choices): one chunk with the usage, then [DONE].
+    const chunksOf = async () => {
+      const chunks: ChatCompletionChunk[] = [];
+      for await (const chunk of await stream()) chunks.push(chunk);
+      return chunks;
+    };
+    const streamedMissing = await chunksOf();
+    expect(streamedMissing).toHaveLength(1);
+    expect('choices' in streamedMissing[0]!).toBe(false);
+    expect(streamedMissing[0]).toMatchObject({ object: 'chat.completion.chunk', usage: usageFor(streamMessages, '') });
+    expect((await chunksOf()).map((c) => c.choices)).toEqual([[]]);
+    expect(fake.calls.map((c) => c.outcome)).toEqual(['fault', 'fault', 'fault', 'fault']);
+  });
+
   it('refuses stream_options without stream: true in strict mode, as the real API does', async () => {
     const { client, fake } = await setup();
     const body = { model: 'm', messages: [{ role: 'user' as const, content: 'x' }], stream_options: { include_usage: true } };

@@ -1,7 +1,8 @@
 // A fake OpenAI Chat Completions server for tests: real HTTP on 127.0.0.1 so the real
 // `openai` client (fetch, timeouts, error mapping, SSE parsing) is exercised, with injectable
 // faults, scripted replies (text or tool calls), a deterministic `usage` on every answer, and
-// streamed answers (`stream: true`) that can be paced, held mid-answer or cut.
+// streamed answers (`stream: true`) that can be paced, held mid-answer or cut, or, as many
+// OpenAI-compatible servers do, a plain JSON completion instead (`streams: false`).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readJsonBody, sendJson, startHttpFake } from './http-fake.js';
 import {
@@ -35,14 +36,17 @@ export {
  * `malformed` answers a message with no content (streamed: a chunk with neither content nor tool
  * calls). `cut` streams the first `afterDeltas` deltas of the answer the next answered call would
  * get (without taking it from the script), then destroys the socket with no `[DONE]`; a request
- * that did not ask to stream has its socket destroyed before any byte of the answer.
+ * that did not ask to stream has its socket destroyed before any byte of the answer. `noChoices`
+ * answers 200 with no `choices` (`'missing'`, the default) or `choices: []` (`'empty'`), the usage
+ * still there: streamed, one chunk like that then `[DONE]`.
  */
 export type Fault =
   | { kind: 'status'; status: number; retryAfter?: string; body?: unknown }
   | { kind: 'hang' }
   | { kind: 'malformed' }
   | { kind: 'delay'; ms: number }
-  | { kind: 'cut'; afterDeltas: number };
+  | { kind: 'cut'; afterDeltas: number }
+  | { kind: 'noChoices'; choices?: 'missing' | 'empty' };
 
 /** One tool call of a scripted reply; `id` defaults to `call_<n>`, unique in the server. */
 export interface ScriptedToolCall {
@@ -148,6 +152,14 @@ export interface FakeOpenAIOptions {
    * without tools, `stream_options` without `stream: true`. Default true.
    */
   strict?: boolean;
+  /**
+   * Default true. False answers a request that asks to stream with the plain JSON completion, as
+   * many OpenAI-compatible servers and proxies do: no event stream, no deltas (`deltasSent` stays
+   * 0), no holds taken; a `cut` destroys the socket before any byte.
+   */
+  streams?: boolean;
+  /** The content-type of a plain JSON completion (streamed or not): default `application/json`; null sends none. */
+  completionContentType?: string | null;
 }
 
 // The hold state a stream consults: `resume` is set while it is paused.
@@ -209,6 +221,8 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   let chunkInterval = opts.chunkIntervalMs ?? 0;
   const answer = opts.answer ?? ((userContent: string) => `answer: ${userContent}`);
   const strict = opts.strict ?? true;
+  const streams = opts.streams ?? true;
+  const completionContentType = opts.completionContentType === undefined ? 'application/json' : opts.completionContentType;
   const timers = new Set<NodeJS.Timeout>();
   const inFlight = new Map<ServerResponse, RecordedCall>();
   // Streams a `cut` destroyed: their outcome stays 'fault', not the 'aborted' of a hang-up.
@@ -333,6 +347,24 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     step();
   };
 
+  // A 200 completion, under the content-type the options say (a JSON error goes through sendJson).
+  const sendCompletion = (res: ServerResponse, body: object, headers: Record<string, string>) => {
+    if (res.destroyed || res.writableEnded) return;
+    res.writeHead(200, { ...(completionContentType === null ? {} : { 'content-type': completionContentType }), ...headers });
+    res.end(JSON.stringify(body));
+  };
+
+  // The `noChoices` fault: a completion (or one chunk, then [DONE]) with the usage and no choices.
+  const sendChoiceless = (res: ServerResponse, call: RecordedCall, streamed: boolean, choices: 'missing' | 'empty', headers: Record<string, string>) => {
+    const { choices: _choices, ...rest } = completion(call, undefined);
+    const body = { ...rest, ...(choices === 'empty' ? { choices: [] } : {}) };
+    if (!streamed) return sendCompletion(res, body, headers);
+    if (res.destroyed || res.writableEnded) return;
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...headers });
+    res.write(`data: ${JSON.stringify({ ...body, object: 'chat.completion.chunk' })}\n\n`);
+    res.end('data: [DONE]\n\n');
+  };
+
   const holdAfter = (after: number): Hold => {
     let reach: (call: RecordedCall) => void = () => undefined;
     let fail: (err: Error) => void = () => undefined;
@@ -398,6 +430,8 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     call.userContent = call.messages.find((m) => m.role === 'user')?.content ?? '';
     call.stream = parsed.stream === true;
     const includeUsage = parsed.stream_options?.include_usage === true;
+    // Whether the answer is an event stream: asked for, and this server streams.
+    const streamed = call.stream && streams;
 
     // Auth is checked before faults so a bad key never consumes a queued fault.
     if (opts.requireApiKey !== undefined && authHeader !== `Bearer ${opts.requireApiKey}`) {
@@ -417,10 +451,10 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       const decided = decideResponse(call);
       call.response = decided.response;
       // Taken on arrival too, so holds line up with the streamed calls in order.
-      const hold = call.stream ? holds.shift() : undefined;
+      const hold = streamed ? holds.shift() : undefined;
       if (hold) res.on('close', () => hold.fail(new Error('The stream ended before its hold was reached.')));
       later(baseLatency + extraMs, () =>
-        call.stream ? sendStream(res, call, planOf(decided), includeUsage, headers, { hold }) : sendJson(res, 200, completion(call, call.response), headers),
+        streamed ? sendStream(res, call, planOf(decided), includeUsage, headers, { hold }) : sendCompletion(res, completion(call, call.response), headers),
       );
     };
 
@@ -433,16 +467,19 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       case 'malformed':
         call.outcome = 'fault';
         return later(baseLatency, () =>
-          call.stream ? sendStream(res, call, malformedPlan(call), includeUsage, headers) : sendJson(res, 200, completion(call, undefined), headers),
+          streamed ? sendStream(res, call, malformedPlan(call), includeUsage, headers) : sendCompletion(res, completion(call, undefined), headers),
         );
       case 'cut': {
         call.outcome = 'fault';
-        if (!call.stream) return later(baseLatency, () => cut(res));
+        if (!streamed) return later(baseLatency, () => cut(res));
         const decided = decideResponse(call, false);
         call.response = decided.response;
         const cutAfter = fault.afterDeltas;
         return later(baseLatency, () => sendStream(res, call, planOf(decided), includeUsage, headers, { cutAfter }));
       }
+      case 'noChoices':
+        call.outcome = 'fault';
+        return later(baseLatency, () => sendChoiceless(res, call, streamed, fault.choices ?? 'missing', headers));
       case 'hang':
         call.outcome = 'fault';
         return;
