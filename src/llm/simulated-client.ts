@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { evaluate } from '../agents/reference/builtin-tools.js';
 import { StepError } from '../core/errors.js';
 import { nextRandom } from '../core/random.js';
 import { lastUserText, type ChatMessage, type LlmAnswer, type LlmClient, type LlmRequest, type TokenUsage, type ToolCall } from './client.js';
@@ -20,8 +21,9 @@ const ARITHMETIC = /[-+(]*\d+(?:\.\d+)?(?:\s*[-+*/]\s*[(]*\s*\d+(?:\.\d+)?\s*[)]
  * The embedded default when no API is configured: deterministic answers, optional seeded faults,
  * and deterministic tool use so that the tool loop can be seen without a model. On a new task it
  * calls the `calculator` tool (when offered) with the arithmetic the task holds, and every other
- * offered tool whose name the task mentions, in one answer; once the results are in, it answers
- * with text that quotes them, streamed word by word. Usage counts a token per 4 characters.
+ * offered tool whose name the task mentions, in one answer, with `{ text }`: its answer to the task
+ * (see `answerToPass`), not the task; once the results are in, it answers with text that quotes
+ * them, streamed word by word. Usage counts a token per 4 characters.
  */
 export function createSimulatedLlm(options: SimulatedLlmOptions = {}): LlmClient {
   const faultRate = options.faultRate ?? 0;
@@ -80,10 +82,29 @@ function toolCallsFor(task: string, request: LlmRequest): ToolCall[] {
       const expression = ARITHMETIC.exec(task)?.[0];
       if (expression) calls.push({ name: tool.name, arguments: JSON.stringify({ expression: expression.trim() }) });
     } else if (task.includes(tool.name)) {
-      calls.push({ name: tool.name, arguments: JSON.stringify({ text: task }) });
+      calls.push({ name: tool.name, arguments: JSON.stringify({ text: answerToPass(task, tool.name) }) });
     }
   }
   return calls.map((call, i) => ({ id: `call_${turn}_${i}`, ...call }));
+}
+
+/**
+ * What the simulated model hands a tool the task names (`publish_note`): its answer, not the question.
+ * With arithmetic in the task, the result the calculator is asked for in the same answer
+ * ("12 * (3 + 4) = 84", from the calculator's own `evaluate`); otherwise what the task says after the
+ * tool's name ("publish_note: the release is out" → "the release is out"); the task when that is empty.
+ */
+export function answerToPass(task: string, toolName: string): string {
+  const expression = ARITHMETIC.exec(task)?.[0]?.trim();
+  if (expression) {
+    try {
+      return `${expression} = ${evaluate(expression)}`;
+    } catch {
+      // Not arithmetic the calculator takes (it will say why): what follows the tool's name, then.
+    }
+  }
+  const after = task.slice(task.indexOf(toolName) + toolName.length).replace(/^[\s:,\-–—]+/, '').trim();
+  return after || task;
 }
 
 function toolResultsOfLastTurn(messages: readonly ChatMessage[]): string[] {

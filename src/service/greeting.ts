@@ -1,5 +1,5 @@
 // What `serve` says once it listens: where to point a browser and a client, which LLM answers,
-// where the data lives. One JSON log line for machines; readable lines for a person at a terminal.
+// where the data lives, a first request to try. One JSON log line for machines; readable lines for a person at a terminal.
 import path from 'node:path';
 import { inspect } from 'node:util';
 import type { Logger } from '../core/logger.js';
@@ -41,7 +41,7 @@ export function logGreeting(log: Logger): Announce {
     );
 }
 
-/** The greeting as lines for a terminal, the URLs first; `colors` makes the simulated LLM stand out more. */
+/** The greeting as lines for a terminal, the URLs first, a first curl last; `colors` makes the simulated LLM stand out more. */
 export function greetingLines(g: Greeting, { colors = false }: { colors?: boolean } = {}): string[] {
   const style = (format: Style | Style[], text: string) => (colors ? paint([format].flat(), text) : text);
   const row = (label: string, value: string) => `  ${style('dim', label.padEnd(9))}  ${value}`;
@@ -61,9 +61,23 @@ export function greetingLines(g: Greeting, { colors = false }: { colors?: boolea
     ...llm,
     row('Data', dataLocation(g.store)),
     row('Auth', g.auth ? 'a bearer token is required (--token)' : 'none: anyone who can reach this address may use the API'),
+    ...firstCurl(g).map((line, i) => (i === 0 ? row('Try', line) : more(line))),
     '',
     style('dim', 'Ctrl-C stops the server; committed work stays committed.'),
     '',
+  ];
+}
+
+/**
+ * A first request to paste in another terminal: spawn an agent with one task (the README's first
+ * curl, without an id so that it works at every start: the answer names the agent, and the
+ * dashboard shows it). With auth, a placeholder for the token.
+ */
+export function firstCurl(g: Greeting): string[] {
+  const auth = g.auth ? ` -H 'authorization: Bearer <token>'` : '';
+  return [
+    `curl -s ${g.url}/agents -H 'content-type: application/json'${auth} \\`,
+    `  -d '{"machine":"agent","input":{"tasks":["Summarize the report"]}}'`,
   ];
 }
 

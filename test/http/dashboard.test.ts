@@ -92,6 +92,34 @@ describe('dashboard pages', () => {
     expect(html).toContain('<code>a1:1</code>');
   });
 
+  it('shows the statechart at its natural size in a box that scrolls, and alone, full size, at chart.svg', async () => {
+    t = await testApp();
+    await spawn(t.app, 'a1', { tasks: ['Summarize the report'] });
+    await waitForView(t.app, 'a1', isIdleWith(1));
+
+    const html = await (await t.app.request('/ui/agents/a1')).text();
+    // Its width and height are the viewBox's, in pixels, and no rule shrinks it to the card: the box scrolls.
+    const [, w, h, width, height] = /<svg class="chart" viewBox="0 0 (\d+) (\d+)" width="(\d+)" height="(\d+)"/.exec(html)!;
+    expect([width, height]).toEqual([w, h]);
+    expect(Number(width)).toBeGreaterThan(650); // wider than the card: what was squeezed before
+    expect(html).toMatch(/svg\.chart \{[^}]*max-width: none/);
+    expect(html).not.toMatch(/svg\.chart \{[^}]*height: auto/);
+    expect(html).toMatch(/\.chart-wrap \{[^}]*overflow: auto; max-height: 75vh/);
+    expect(html).toMatch(/<div class="chart-wrap"><svg class="chart"/);
+    expect(html).toContain('<a href="/ui/agents/a1/chart.svg" target="_blank" rel="noopener">Open full size</a>');
+
+    const res = await t.app.request('/ui/agents/a1/chart.svg');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('image/svg+xml; charset=utf-8');
+    const svg = await res.text();
+    expect(svg).toMatch(new RegExp(`^<\\?xml version="1.0" encoding="utf-8"\\?>\n<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 ${w} ${h}" width="${w}" height="${h}"`));
+    expect(svg).toContain('<style>');
+    expect(svg).toContain('<g class="state atomic active" data-state="idle">');
+    expect(svg).not.toContain('<html');
+
+    expect((await t.app.request('/ui/agents/nobody/chart.svg')).status).toBe(404);
+  });
+
   it("gives a wildcard descriptor's event form a field for the event's type", async () => {
     const machine = createMachine({
       id: 'wild',
@@ -145,7 +173,7 @@ describe('dashboard pages', () => {
   });
 });
 
-/** A task that names the tool, so the simulated model calls it (with `{"text": <task>}`); markup in it must come out escaped. */
+/** A task that names the tool, so the simulated model calls it (with `{"text": <what follows the name>}`); markup in it must come out escaped. */
 const TOOL_TASK = 'Ask lookup about <b>Oslo</b> & "rain"';
 const awaitingApproval = (view: { state: unknown }) => JSON.stringify(view.state) === JSON.stringify({ sideEffect: 'awaitingApproval' });
 /** The page's section with that `data-live` name, up to the next live part (they do not nest). */
@@ -175,7 +203,7 @@ describe('dashboard: the exchange and approvals', () => {
     expect(approvals).toContain('<div class="approval" data-approval="call_0_0">');
     expect(approvals).toContain('<code>lookup</code>');
     expect(approvals).toContain('<code>ap1:1:call_0_0</code>');
-    expect(approvals).toContain('&quot;text&quot;: &quot;Ask lookup about &lt;b&gt;Oslo&lt;/b&gt; &amp; \\&quot;rain\\&quot;&quot;');
+    expect(approvals).toContain('&quot;text&quot;: &quot;about &lt;b&gt;Oslo&lt;/b&gt; &amp; \\&quot;rain\\&quot;&quot;');
     expect(approvals).toMatch(/<form data-event="tool.approve" class="decision"><input type="hidden" name="callId" value="call_0_0"\/><button type="submit" class="approve">Approve<\/button><\/form>/);
     expect(approvals).toMatch(/<form data-event="tool.reject" class="decision"><input type="hidden" name="callId" value="call_0_0"\/><input type="text" name="reason"/);
     expect(html).not.toContain('<b>Oslo</b>');

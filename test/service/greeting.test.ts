@@ -1,6 +1,11 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { BUILTIN_TOOLS } from '../../src/agents/reference/builtin-tools.js';
+import { createServer } from '../../src/http/app.js';
+import { agentDefinition, createRuntime, createSimulatedLlm } from '../../src/index.js';
 import { greetingLines, type Greeting } from '../../src/service/greeting.js';
+import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { shellWords } from '../docs/curl.js';
 
 const SIMULATED: Greeting = {
   url: 'http://127.0.0.1:3000',
@@ -26,10 +31,37 @@ function row(lines: string[], label: string): string {
 describe('greetingLines', () => {
   it('says first where the dashboard and the API are', () => {
     const lines = greetingLines(SIMULATED);
-    const labelled = lines.map((l) => l.trim().split(/\s+/)[0]).filter((w) => ['Dashboard', 'API', 'LLM', 'Data', 'Auth'].includes(w!));
-    expect(labelled).toEqual(['Dashboard', 'API', 'LLM', 'Data', 'Auth']);
+    const labelled = lines.map((l) => l.trim().split(/\s+/)[0]).filter((w) => ['Dashboard', 'API', 'LLM', 'Data', 'Auth', 'Try'].includes(w!));
+    expect(labelled).toEqual(['Dashboard', 'API', 'LLM', 'Data', 'Auth', 'Try']);
     expect(row(lines, 'Dashboard')).toBe('http://127.0.0.1:3000/');
     expect(row(lines, 'API')).toBe('http://127.0.0.1:3000  (OpenAPI document: http://127.0.0.1:3000/openapi.json)');
+  });
+
+  it('shows last a first curl that spawns an agent with one task', async () => {
+    const lines = greetingLines(SIMULATED);
+    const start = lines.findIndex((l) => l.trimStart().startsWith('Try '));
+    expect(row(lines, 'Try')).toBe(`curl -s http://127.0.0.1:3000/agents -H 'content-type: application/json' \\`);
+    // As a shell reads it: the two lines are one command.
+    const words = shellWords(`${row(lines, 'Try').slice(0, -1)} ${lines[start + 1]!.trim()}`);
+    expect(words.slice(0, 6)).toEqual(['curl', '-s', 'http://127.0.0.1:3000/agents', '-H', 'content-type: application/json', '-d']);
+    expect(words).toHaveLength(7);
+    // The app that `serve` runs with the simulated LLM spawns it (at every start: no id is given).
+    const runtime = await createRuntime({ store: new MemoryStore(), machines: [agentDefinition({ llm: createSimulatedLlm(), tools: BUILTIN_TOOLS })] });
+    try {
+      const app = createServer({ runtime });
+      for (let i = 0; i < 2; i++) {
+        const res = await app.request('/agents', { method: 'POST', headers: { 'content-type': 'application/json' }, body: words[6]! });
+        expect(res.status).toBe(201);
+        expect(await res.json()).toMatchObject({ machine: 'agent', status: 'active' });
+      }
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it('puts a placeholder for the token in the curl when one is required', () => {
+    const lines = greetingLines(REAL);
+    expect(row(lines, 'Try')).toBe(`curl -s http://0.0.0.0:8080/agents -H 'content-type: application/json' -H 'authorization: Bearer <token>' \\`);
   });
 
   it('says loudly that the LLM is simulated, and how to call a real one', () => {

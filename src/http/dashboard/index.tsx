@@ -27,6 +27,7 @@ import { CLIENT_SCRIPT_PATH, Layout, LOGIN_PATH, LOGOUT_PATH } from './layout.js
 import { LoginPage } from './login-page.js';
 import { stateText } from '../../core/state-value.js';
 import { layoutStatechart, type ChartDiagram } from './statechart.js';
+import { Statechart } from './statechart-svg.js';
 
 export const SESSION_COOKIE = 'durable_agents_token';
 
@@ -125,6 +126,22 @@ export function createDashboard({ runtime, token }: DashboardOptions) {
         now={Date.now()}
       />,
     );
+  });
+
+  // The statechart alone at its natural size, the agent's state highlighted: the page's "Open full size".
+  app.get('/ui/agents/:id/chart.svg', async (c) => {
+    let view: AgentView;
+    try {
+      view = await runtime.view(c.req.param('id'));
+    } catch (err) {
+      if (err instanceof NotFoundError) return c.html(<NotFound what={err.message} auth={auth} />, 404);
+      throw err;
+    }
+    const machine = runtime.machines.get(view.machine);
+    const diagram = machine ? await diagramFor(machine, c.get('log')) : undefined;
+    if (!diagram) return c.html(<NotFound what={`The machine "${view.machine}" has no diagram in this process.`} auth={auth} />, 404);
+    const svg = `<?xml version="1.0" encoding="utf-8"?>\n${String(<Statechart diagram={diagram} state={view.state} standalone />)}`;
+    return c.body(svg, 200, { 'Content-Type': 'image/svg+xml; charset=utf-8', 'Cache-Control': 'no-store' });
   });
 
   app.get(LOGIN_PATH, (c) => {

@@ -98,7 +98,8 @@ button:disabled { opacity: .55; cursor: default; }
 details summary { cursor: pointer; color: var(--muted); }
 .login { max-width: 380px; margin: 80px auto; }
 .login input { width: 100%; margin: 8px 0 12px; }
-.chart-wrap { overflow: auto; }
+.chart-wrap { overflow: auto; max-height: 75vh; border: 1px solid var(--line); border-radius: 8px; background: #fff; }
+.chart-links { margin: 6px 0 0; }
 `;
 
 export interface LayoutProps {

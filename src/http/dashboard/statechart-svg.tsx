@@ -1,3 +1,4 @@
+import { raw } from 'hono/html';
 import type { FC } from 'hono/jsx';
 import { activeStatePaths, type ChartDiagram, type ChartEdge, type ChartState } from './statechart.js';
 
@@ -27,15 +28,18 @@ const StateBox: FC<{ state: ChartState; active: boolean }> = ({ state, active })
 };
 
 /**
- * The laid-out statechart as inline SVG. Every state is a `g.state[data-state=path]` and every
+ * The laid-out statechart as inline SVG, at its natural size (its width and height in pixels: the
+ * page scrolls it rather than shrink its text). Every state is a `g.state[data-state=path]` and every
  * transition a `g.edge[data-from][data-to]`, so the client can move the highlight without a redraw.
+ * `standalone`: an SVG document of its own (its namespace and its style inside), for `chart.svg`.
  */
-export const Statechart: FC<{ diagram: ChartDiagram; state: unknown }> = ({ diagram, state }) => {
+export const Statechart: FC<{ diagram: ChartDiagram; state: unknown; standalone?: boolean }> = ({ diagram, state, standalone = false }) => {
   const active = new Set(activeStatePaths(state));
   // Parents first, so that children are drawn on top of their container.
   const states = [...diagram.states].sort((a, b) => a.depth - b.depth);
   return (
     <svg
+      {...(standalone ? { xmlns: 'http://www.w3.org/2000/svg' } : {})}
       class="chart"
       viewBox={`0 0 ${Math.ceil(diagram.width)} ${Math.ceil(diagram.height)}`}
       width={Math.ceil(diagram.width)}
@@ -44,6 +48,7 @@ export const Statechart: FC<{ diagram: ChartDiagram; state: unknown }> = ({ diag
       aria-label="Statechart"
     >
       <defs>
+        {standalone ? <style>{raw(STATECHART_CSS)}</style> : null}
         <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
           <path d="M 0 0 L 10 5 L 0 10 z" />
         </marker>
@@ -69,7 +74,7 @@ export const Statechart: FC<{ diagram: ChartDiagram; state: unknown }> = ({ diag
 };
 
 export const STATECHART_CSS = `
-svg.chart { max-width: 100%; height: auto; font: 13px system-ui, -apple-system, "Segoe UI", sans-serif; }
+svg.chart { display: block; max-width: none; font: 13px system-ui, -apple-system, "Segoe UI", sans-serif; }
 svg.chart .state rect { fill: #fff; stroke: #94a3b8; stroke-width: 1.5; }
 svg.chart .state.compound > rect, svg.chart .state.parallel > rect { fill: #f8fafc; stroke-dasharray: none; }
 svg.chart .state text { fill: #1e293b; }
