@@ -29,3 +29,4 @@ export type { RuntimeObserver } from './runtime/observer.js';
 export { combineObservers } from './observability/combine-observers.js';
 export { createTracingObserver } from './observability/tracing.js';
 export { toStatelyCode } from './observability/stately-code.js';
+export { defineConfig, type McpServerConfig, type ServiceConfig, type ServiceConfigContext, type ServiceConfigExport } from './service/define-config.js';

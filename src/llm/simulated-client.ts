@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { evaluate } from '../agents/reference/builtin-tools.js';
+import { evaluate } from '../core/arithmetic.js';
 import { StepError } from '../core/errors.js';
 import { nextRandom } from '../core/random.js';
 import { lastUserText, type ChatMessage, type LlmAnswer, type LlmClient, type LlmRequest, type TokenUsage, type ToolCall } from './client.js';

@@ -2,7 +2,7 @@
 // each method is a few lines over LiveAgents, Watchers, the store or ownership, which do the work.
 import { reportKey, type ChildEvent } from '../durable/child-events.js';
 import type { AnyMachineSnapshot, InspectionEvent } from 'xstate';
-import { AgentsError, ConflictError, CorruptStateError, NotFoundError, PrunedError, truncate } from '../core/errors.js';
+import { AgentsError, ConflictError, CorruptStateError, InvalidInputError, NotFoundError, PrunedError, truncate } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { topLevelState } from '../core/state-value.js';
 import type { MachineDefinition } from '../durable/definition.js';
@@ -131,6 +131,9 @@ export class Runtime {
     this.store = store;
     this.log = options.logger ?? silentLogger;
     this.observer = options.observer ?? {};
+    const names = options.machines.map((def) => def.name);
+    const twice = names.find((name, i) => names.indexOf(name) !== i);
+    if (twice !== undefined) throw new InvalidInputError(`Two machines are named "${twice}": each machine given to createRuntime needs a name of its own.`);
     this.machines = new Map(options.machines.map((def) => [def.name, registerMachine(def)]));
     for (const m of this.machines.values()) for (const w of m.lintWarnings) this.log.warn({ machine: m.name, path: w.path, code: w.code }, w.message);
     this.committer = new GroupCommitter(store);

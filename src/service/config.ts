@@ -61,6 +61,8 @@ export interface Config {
   };
   /** The Stately inspector's port (`--inspect[=PORT]`); unset: no inspector. */
   inspect: number | undefined;
+  /** A module adding machines and code tools (`--config FILE`, see config-file.ts); unset: none. */
+  configFile: string | undefined;
 }
 
 export const LOG_FORMATS = ['auto', 'pretty', 'json'] as const;
@@ -89,7 +91,7 @@ export interface Option<T> {
   defaultText?: string;
 }
 
-type Sections = Omit<Config, 'inspect'>;
+type Sections = Omit<Config, 'inspect' | 'configFile'>;
 type OptionTable = { [S in keyof Sections]: { [K in keyof Sections[S]]-?: Option<Sections[S][K]> } };
 
 /**
@@ -201,10 +203,16 @@ export const INSPECT_OPTION: Option<number | undefined> = {
   help: `stream every agent to Stately's inspector, a page on http://localhost:PORT/ (bare: port ${DEFAULT_INSPECT_PORT})`, defaultText: 'off',
 };
 
+export const CONFIG_FILE_OPTION: Option<string | undefined> = {
+  flag: 'config', env: 'DURABLE_AGENTS_CONFIG', default: undefined, parse: text, value: 'FILE',
+  help: 'a .js, .mjs or .ts module (from the working directory) whose default export adds machines and code tools', defaultText: 'unset',
+};
+
 /** Every option, flat, in the table's order (for parsing and `--help`). */
 export const ALL_OPTIONS: readonly Option<unknown>[] = [
   ...Object.values(OPTIONS).flatMap((section: Record<string, Option<unknown>>) => Object.values(section)),
   INSPECT_OPTION,
+  CONFIG_FILE_OPTION,
 ];
 
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Config {
@@ -234,6 +242,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     retention: section(OPTIONS.retention),
     log: section(OPTIONS.log),
     inspect: read(INSPECT_OPTION),
+    configFile: read(CONFIG_FILE_OPTION),
   };
 }
 

@@ -13,6 +13,7 @@ import { BUILTIN_TOOLS } from '../agents/reference/builtin-tools.js';
 import { agentDefinition } from '../agents/reference/definition.js';
 import type { RetentionPolicy } from '../runtime/pruner.js';
 import { createRuntime, type Runtime } from '../runtime/runtime.js';
+import { loadConfigFile } from './config-file.js';
 import { createServer } from '../http/app.js';
 import { setMaxListeners } from 'node:events';
 
@@ -37,7 +38,20 @@ export async function main(
   env: NodeJS.ProcessEnv = process.env,
   announce: Announce = logGreeting(log),
 ): Promise<Service> {
-  const llm = chooseLlm(config.llm, log);
+  const llm = chooseLlm(config.llm);
+  // Before anything is opened: a config that cannot be used stops the service with its one message.
+  const extension = config.configFile === undefined ? undefined : await loadConfigFile(config.configFile, { llm, logger: log });
+  if (llm.kind === 'simulated') warnSimulated(log);
+  if (extension) {
+    log.info({ file: extension.file, machines: extension.machines.map((m) => m.name), tools: extension.tools.map((t) => t.name) }, 'config loaded');
+    if (extension.mcpServers && Object.keys(extension.mcpServers).length > 0) {
+      log.warn({ file: extension.file, mcpServers: Object.keys(extension.mcpServers) }, 'mcpServers in the config are not supported yet: ignored');
+    }
+  }
+  const configTools = extension?.tools ?? [];
+  // With the simulated LLM, a calculator and an approval-gated note board show the tool loop (a config's tool of the same name wins).
+  const builtinTools = llm.kind === 'simulated' ? BUILTIN_TOOLS.filter((t) => !configTools.some((c) => c.name === t.name)) : [];
+  const tools = [...builtinTools, ...configTools];
   const store = await openStore(config.store);
   // A shared store's agents are guarded by leases; a SQLite file's commits by its fsync setting.
   const durability = store.leases ? { leaseMs: store.leases.leaseMs } : { synchronous: config.store.synchronous };
@@ -57,9 +71,9 @@ export async function main(
         llm,
         defaults: agentDefaults(config),
         outbound: config.outbound.allow,
-        // With the simulated LLM, a calculator and an approval-gated note board show the tool loop.
-        ...(llm.kind === 'simulated' ? { tools: BUILTIN_TOOLS } : {}),
+        ...(tools.length > 0 ? { tools } : {}),
       }),
+      ...(extension?.machines ?? []),
     ],
   });
   const shutdown = new AbortController();
@@ -122,18 +136,21 @@ export function splitSchema(databaseUrl: string): { url: string; schema: string 
   return { url: parsed.toString(), schema };
 }
 
-function chooseLlm(config: Config['llm'], log: Logger): LlmClient {
+function chooseLlm(config: Config['llm']): LlmClient {
   if (config.apiKey || config.baseUrl) {
     return createOpenAiClient({
       ...(config.apiKey ? { apiKey: config.apiKey } : {}),
       ...(config.baseUrl ? { baseURL: config.baseUrl } : {}),
     });
   }
+  return createSimulatedLlm({ faultRate: config.simulatedFaultRate, wordDelayMs: config.simulatedWordDelayMs });
+}
+
+function warnSimulated(log: Logger): void {
   log.warn(
     '*** SIMULATED LLM: neither OPENAI_API_KEY nor OPENAI_BASE_URL is set, so answers are made up locally. ' +
       'Set one of them (or --llm-api-key / --llm-base-url) to call a real model. ***',
   );
-  return createSimulatedLlm({ faultRate: config.simulatedFaultRate, wordDelayMs: config.simulatedWordDelayMs });
 }
 
 function listen(fetch: Parameters<typeof serve>[0]['fetch'], config: Config['server']): Promise<{ server: ServerType; url: string }> {

@@ -7,8 +7,8 @@ export function usage(): string {
   const envWidth = Math.max(...rows.map(([, env]) => env.length));
   return [
     'Usage: durable-agents serve [flags]',
-    '       durable-agents paths <machine> [--format text|json] [--depth N]',
-    '       durable-agents lint <machine> [--format text|json]',
+    '       durable-agents paths <machine> [--format text|json] [--depth N] [--config FILE]',
+    '       durable-agents lint <machine> [--format text|json] [--config FILE]',
     '',
     'serve flags, each with the environment variable it reads when the flag is not given:',
     ...rows.map(([flag, env, help]) => `  ${flag.padEnd(flagWidth)}  ${env.padEnd(envWidth)}  ${help}`),

@@ -20,6 +20,7 @@ describe('loadConfig defaults', () => {
       retention: { keepCheckpoints: 0, keepDays: 0, keepFinishedDays: 0 },
       log: { level: 'info', format: 'auto' },
       inspect: undefined,
+      configFile: undefined,
     } satisfies Config);
   });
 

@@ -7,18 +7,20 @@ import { agentDefinition } from '../../agents/reference/definition.js';
 import type { MachineDefinition } from '../../durable/definition.js';
 import { lintDefinition, type LintFinding } from '../../durable/lint.js';
 import { createSimulatedLlm } from '../../llm/simulated-client.js';
+import { configMachines } from '../config-file.js';
 
 /** The machines `durable-agents lint` knows by name, registered as `serve` registers them. */
 const MACHINES: Record<string, () => MachineDefinition> = {
   agent: () => agentDefinition({ llm: createSimulatedLlm() }),
 };
 
-export const LINT_USAGE = `Usage: durable-agents lint <machine> [--format text|json]
+export const LINT_USAGE = `Usage: durable-agents lint <machine> [--format text|json] [--config FILE]
 Checks a machine for what the runtime cannot make durable or what will surprise, as registration does
 (errors refuse a machine, warnings are logged): one line per finding with its state path and code.
-  <machine>  a built-in machine (${Object.keys(MACHINES).join(', ')}), or the path of a JavaScript or TypeScript
-             module: every MachineDefinition and XState machine it exports is linted
+  <machine>  a built-in machine (${Object.keys(MACHINES).join(', ')}), a machine of the --config file, or the path of
+             a JavaScript or TypeScript module: every MachineDefinition and XState machine it exports is linted
   --format   text (default) or json
+  --config   the module \`serve --config\` loads: its machines are known by name
 Exits 0 without errors, 1 with errors, 2 for a usage error.`;
 
 /** One linted machine: its name (the definition's, else the export's) and what the linter found. */
@@ -41,7 +43,7 @@ export async function runLintCommand(argv: string[], out: (line: string) => void
     out(`${parsed.error}\n${LINT_USAGE}`);
     return 2;
   }
-  const loaded = await loadDefinitions(parsed.machine);
+  const loaded = await loadDefinitions(parsed.machine, parsed.config);
   if ('error' in loaded) {
     out(loaded.error);
     return 2;
@@ -65,9 +67,22 @@ export async function runLintCommand(argv: string[], out: (line: string) => void
 type Loaded = { definitions: (MachineDefinition & { name: string })[] } | { error: string };
 
 /** A built-in machine by name, or what a module exports: its definitions, then its machines no definition holds. */
-async function loadDefinitions(machine: string): Promise<Loaded> {
+async function loadDefinitions(machine: string, config: string | undefined): Promise<Loaded> {
   const builtin = MACHINES[machine];
   if (builtin) return { definitions: [builtin()] };
+  if (config !== undefined) {
+    let machines: MachineDefinition[];
+    try {
+      machines = await configMachines(config);
+    } catch (err) {
+      return { error: err instanceof Error ? err.message : String(err) };
+    }
+    const found = machines.find((m) => m.name === machine);
+    if (found) return { definitions: [found] };
+    if (!looksLikePath(machine)) {
+      return { error: `Unknown machine "${machine}". Known: ${[...Object.keys(MACHINES), ...machines.map((m) => m.name)].join(', ')}.\n${LINT_USAGE}` };
+    }
+  }
   const file = path.resolve(machine);
   if (!looksLikePath(machine) && !fs.existsSync(file)) {
     return { error: `Unknown machine "${machine}". Known: ${Object.keys(MACHINES).join(', ')}; or give the path of a module.\n${LINT_USAGE}` };
@@ -140,16 +155,16 @@ function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
-type Parsed = { help: true } | { error: string } | { machine: string; format: 'text' | 'json' };
+type Parsed = { help: true } | { error: string } | { machine: string; format: 'text' | 'json'; config: string | undefined };
 
 function parseLintArgs(argv: string[]): Parsed {
-  let values: { format?: string | undefined; help?: boolean | undefined };
+  let values: { format?: string | undefined; config?: string | undefined; help?: boolean | undefined };
   let positionals: string[];
   try {
     ({ values, positionals } = parseArgs({
       args: argv,
       allowPositionals: true,
-      options: { format: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: { format: { type: 'string' }, config: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
     }));
   } catch (err) {
     return { error: (err as Error).message };
@@ -160,5 +175,5 @@ function parseLintArgs(argv: string[]): Parsed {
   const [machine, ...more] = positionals;
   if (machine === undefined) return { error: 'Which machine?' };
   if (more.length > 0) return { error: `One machine at a time ("${machine}", then "${more[0]}").` };
-  return { machine, format };
+  return { machine, format, config: values.config };
 }

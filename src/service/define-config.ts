@@ -1,0 +1,33 @@
+// What a `serve --config FILE` module exports, and `defineConfig` to write one with types. Only
+// types and an identity function: the package entry exports it without loading the service.
+import type { Logger } from '../core/logger.js';
+import type { MachineDefinition } from '../durable/definition.js';
+import type { LlmClient } from '../llm/client.js';
+import type { CodeTool } from '../agents/reference/tools.js';
+
+/** An MCP server the reference agent would take tools from (accepted, not supported yet). */
+export type McpServerConfig = { command: string; args?: string[]; env?: Record<string, string> } | { url: string; headers?: Record<string, string> };
+
+/** The machines and code tools a config adds to `durable-agents serve`. */
+export interface ServiceConfig {
+  /** Registered beside the reference `agent`: each gets HTTP routes, the dashboard, metrics. */
+  machines?: MachineDefinition[];
+  /** Code tools the reference agent offers to every agent, besides the HTTP tools of its input. */
+  tools?: CodeTool[];
+  /** Not supported yet: `serve` warns and ignores them. */
+  mcpServers?: Record<string, McpServerConfig>;
+}
+
+/** What the service built from its flags, for a config that is a function. */
+export interface ServiceConfigContext {
+  llm: LlmClient;
+  logger: Logger;
+}
+
+/** A config module's default export: the config, or a function (possibly async) that makes it. */
+export type ServiceConfigExport = ServiceConfig | ((context: ServiceConfigContext) => ServiceConfig | Promise<ServiceConfig>);
+
+/** The identity: `export default defineConfig(({ llm }) => ({ machines: [...] }))` is typed. */
+export function defineConfig<T extends ServiceConfigExport>(config: T): T {
+  return config;
+}
