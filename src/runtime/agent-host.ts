@@ -328,12 +328,7 @@ export class AgentHost implements TransitionSink {
         () => {
           if (this.afterCommit === created) this.afterCommit = undefined;
           if (this.stopped) return;
-          const runAll = () => {
-            created.runs.forEach((r) => r());
-            // Events held for a child until its start were delivered: a checkpoint says so, or a
-            // restore would deliver them again.
-            if (this.timers.unsaved) this.delayFired(AFTER_COMMIT_EVENT);
-          };
+          const runAll = () => created.runs.forEach((r) => r());
           // Starts that send nothing back (promises: the agent's usual LLM and tool calls) need no
           // macrostep of their own: an event less per call.
           if (created.quiet) runAll();

@@ -57,7 +57,7 @@ export interface TransitionSink extends DurableAgentHandle {
    * started again, as the child got it right after its start. Returns its id for `heldDelivered`.
    */
   heldForStart(child: AnyActorRef, event: AnyEventObject): string;
-  /** The held event was delivered after the child's start: no later checkpoint keeps it. */
+  /** The held event was delivered after the child's start: the next checkpoint no longer keeps it. */
   heldDelivered(heldId: string): void;
 }
 

@@ -165,6 +165,12 @@ export class DurableTimers implements Clock {
     for (const timer of timers) {
       const target = timer.to === undefined ? root : (root.getSnapshot().children?.[timer.to] as AnyActorRef | undefined);
       if (!target) continue; // its child is gone: it could not be delivered live either
+      if (timer.id.startsWith(HELD_PREFIX)) {
+        // An event the child got at its start, before the checkpoint restored: the child was just
+        // started again, and gets it again, now, as part of the restore.
+        target.send(reviveRefs(timer.event, root) as AnyEventObject);
+        continue;
+      }
       const at = timer.at;
       scheduler.schedule(root, target, reviveRefs(timer.event, root) as AnyEventObject, Math.max(0, at - now), timer.id);
       if (timer.to !== undefined) (this.targets ??= new Map()).set(timer.id, target);
@@ -180,22 +186,21 @@ export class DurableTimers implements Clock {
    * the child started again. Returns its id.
    */
   hold(root: AnyActorRef, child: AnyActorRef, event: AnyEventObject): string {
-    const id = `h${(++this.counter).toString(36)}.${Date.now().toString(36)}`;
+    const id = `${HELD_PREFIX}${(++this.counter).toString(36)}.${Date.now().toString(36)}`;
     this.pending.set(id, { id, at: Date.now(), event: event as PendingTimer['event'], to: child.id });
     (this.targets ??= new Map()).set(id, child);
     this.owner.timersChanged(this.list(root.getSnapshot().children));
     return id;
   }
 
-  /** A held event was delivered: the set changed without a checkpoint (`unsaved`), as after a firing. */
+  /**
+   * A held event was delivered: the agent's next checkpoint no longer keeps it. Not a checkpoint of
+   * its own: until the next one (which holds what the child did with it), a restore, which starts
+   * the child again, delivers it again.
+   */
   release(id: string): void {
-    if (this.pendingById?.delete(id)) this.firedUnsaved = true;
+    this.pendingById?.delete(id);
     this.targets?.delete(id);
-  }
-
-  /** The set lost a delay (fired, or a held event delivered) since the last checkpoint took it. */
-  get unsaved(): boolean {
-    return this.firedUnsaved;
   }
 
   /** The actor is about to stop: what it cancels now stays pending in the store. */
@@ -231,6 +236,9 @@ export class DurableTimers implements Clock {
     return this.pendingById?.size ?? 0;
   }
 }
+
+/** The ids of held events (see `hold`), beside the delays' ids in a checkpoint's set. */
+const HELD_PREFIX = 'runtime.held.';
 
 /**
  * A stored event with its actor references live again. An event scheduled with a ref in it

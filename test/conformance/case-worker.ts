@@ -6,7 +6,7 @@
  *
  *   in:  {"op":"go","offset":ms} | {"op":"spawn"} | {"op":"send","event":{...}} | {"op":"observe"} | {"op":"die"}
  *   out: {"loaded":true} | {"ready":true,"offset":ms} | {"refused":[codes]} | {"ack":true,"refusal"?} |
- *        {"observation":{...}} (once the agent is quiet) | {"trace":entry,"t":ms}
+ *        {"observation":{...},"offset":ms} (once the agent is quiet; the clock stood still meanwhile) | {"trace":entry,"t":ms} | {"delivered":type,"t":ms}
  *
  * Trace lines are written the moment they happen: a pipe's writes are synchronous on
  * Linux, so what the process did before it was killed has reached the parent.
@@ -55,6 +55,7 @@ for await (const line of readline.createInterface({ input: process.stdin })) {
           lastActivity = realNow();
           busyNow = busy;
         },
+        (type) => print({ delivered: type, t: Date.now() }),
       );
       if ('refused' in opened) {
         print({ refused: opened.refused });
@@ -85,11 +86,21 @@ for await (const line of readline.createInterface({ input: process.stdin })) {
       await quiet(() => lastActivity, () => busyNow, lastActivity, realNow);
       process.kill(process.pid, 'SIGKILL');
       break;
-    case 'observe':
+    case 'observe': {
+      // The chart's clock stands still while the agent is observed (its step is over by the plan):
+      // a delay due after this point waits (a durable delay never fires before its deadline by
+      // Date.now()), however long the quiet period and the reading take on a loaded machine.
+      const frozenAt = Date.now();
+      const frozenReal = realNow();
+      Date.now = () => frozenAt;
       // Here, not in the parent: a process the machine starves may say nothing for a while and still have work queued.
       await quiet(() => lastActivity, () => busyNow, realNow(), realNow);
-      print({ observation: await observeCaseAgent(runtime!) });
+      const observation = await observeCaseAgent(runtime!);
+      offset += realNow() - frozenReal;
+      Date.now = () => realNow() - offset;
+      print({ observation, offset });
       break;
+    }
 
   }
 }

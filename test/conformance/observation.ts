@@ -32,6 +32,39 @@ export function planOf(steps: readonly ({ send: unknown } | { wait: number })[])
   return plan;
 }
 
+/**
+ * How late a run is against its plan. XState takes an event the moment it is sent; the runtime
+ * takes it once the inbox write is committed and the agent gets it, which on a loaded machine can
+ * be hundreds of ms later. The chart's delays count from when it took the event, so the rest of the
+ * plan moves by that much (and so do the times of the trace): what is compared is the chart's
+ * behaviour, not the store's latency.
+ */
+export class PlanSlip {
+  /** ms the run is behind its plan. */
+  ms = 0;
+  private expected: { type: string; at: number } | undefined;
+
+  /**
+   * The harness sends `type` now (`at`, on the run's clock): XState would take it at once. What the
+   * runtime takes longer is its own latency (the inbox commit, the hand-over), not the plan's.
+   */
+  expect(type: string, at: number): void {
+    this.expected = { type, at };
+  }
+
+  /** It was not sent after all (refused at the door). */
+  cancel(): void {
+    this.expected = undefined;
+  }
+
+  /** The agent took an event of `type` at `at`. */
+  delivered(type: string, at: number): void {
+    if (this.expected?.type !== type) return;
+    this.ms += Math.max(0, at - this.expected.at);
+    this.expected = undefined;
+  }
+}
+
 /** How long a run must show no transition and no trace before a step counts as finished. */
 export const QUIET_MS = 40;
 /** A step that never goes quiet (a chart that loops on timers) is observed after this long. */

@@ -9,7 +9,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { ConformanceCase } from './case.js';
-import { planOf, sleep, type Observation, type TraceEntry } from './observation.js';
+import { PlanSlip, planOf, sleep, type Observation, type TraceEntry } from './observation.js';
 import type { CaseOutcome } from './run-runtime.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -119,13 +119,17 @@ export async function runKilled(
   let offset = 0;
   const chartNow = () => Date.now() - offset;
   const caseStart = chartNow();
+  const slip = new PlanSlip();
+  const planned = (at: number) => caseStart + at + slip.ms;
   let trace: TraceEntry[] = [];
   const restoreTrace: string[] = [];
   const refusals: string[] = [];
   const onMessage = (m: Message, from: Worker) => {
     if (typeof m.trace === 'string') {
       if (!from.ready) restoreTrace.push(m.trace);
-      else trace.push({ entry: m.trace, at: (m.t as number) - caseStart });
+      else trace.push({ entry: m.trace, at: (m.t as number) - caseStart - slip.ms });
+    } else if (typeof m.delivered === 'string') {
+      slip.delivered(m.delivered, m.t as number);
     }
   };
   const bundle = await workerBundle();
@@ -154,7 +158,9 @@ export async function runKilled(
   };
   const observations: Observation[] = [];
   const observe = async () => {
-    const { observation } = (await current!.request({ op: 'observe' }, 'observation')) as { observation: Omit<Observation, 'trace'> };
+    const reply = (await current!.request({ op: 'observe' }, 'observation')) as { observation: Omit<Observation, 'trace'>; offset: number };
+    const { observation } = reply;
+    offset = reply.offset;
     observations.push({ ...observation, trace });
     trace = [];
   };
@@ -162,18 +168,23 @@ export async function runKilled(
   try {
     const refused = await takeOver();
     if (refused) return { refused };
+    slip.expect('xstate.init', caseStart);
     await current!.request({ op: 'spawn' }, 'ack');
     await observe();
     const plan = planOf(c.steps);
     for (const [k, step] of c.steps.entries()) {
       await takeOver();
-      await sleep(caseStart + plan[k]! - chartNow());
+      await sleep(planned(plan[k]!) - chartNow());
       if ('send' in step) {
+        slip.expect(step.send.type, chartNow());
         const ack = await current!.request({ op: 'send', event: step.send }, 'ack');
-        if (typeof ack.refusal === 'string') refusals.push(ack.refusal);
+        if (typeof ack.refusal === 'string') {
+          slip.cancel();
+          refusals.push(ack.refusal);
+        }
         if (options.atAck) await takeOver(true);
       } else {
-        const until = caseStart + plan[k + 1]!;
+        const until = planned(plan[k + 1]!);
         await sleep((until - chartNow()) / 2);
         await takeOver();
         await sleep(until - chartNow());

@@ -6,7 +6,7 @@
 import path from 'node:path';
 import type { ConformanceCase } from './case.js';
 import { AGENT_ID, observeCaseAgent, openCaseRuntime, sendCaseEvent, spawnCaseAgent } from './case-runtime.js';
-import { planOf, quiet, sleep, type Observation, type TraceEntry } from './observation.js';
+import { PlanSlip, planOf, quiet, sleep, type Observation, type TraceEntry } from './observation.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 
 export type CaseOutcome =
@@ -24,14 +24,22 @@ export async function runInRuntime(c: ConformanceCase, dir: string, mode: 'live'
   const onTrace = (entry: string) => {
     lastActivity = Date.now();
     if (restoring) restoreTrace.push(entry);
-    else trace.push({ entry, at: lastActivity - caseStart });
+    else trace.push({ entry, at: lastActivity - caseStart - slip.ms });
   };
+  const slip = new PlanSlip();
+  const planned = (at: number) => caseStart + at + slip.ms;
 
   let runtime: Runtime;
   let busy = () => false;
   let unwatch: () => void = () => {};
   const open = async (): Promise<string[] | undefined> => {
-    const opened = await openCaseRuntime(c, file, onTrace, () => (lastActivity = Date.now()));
+    const opened = await openCaseRuntime(
+      c,
+      file,
+      onTrace,
+      () => (lastActivity = Date.now()),
+      (type) => slip.delivered(type, Date.now()),
+    );
     if ('refused' in opened) return opened.refused;
     runtime = opened.runtime;
     busy = opened.busy;
@@ -55,17 +63,24 @@ export async function runInRuntime(c: ConformanceCase, dir: string, mode: 'live'
     trace = [];
   };
   try {
+    slip.expect('xstate.init', caseStart);
     await spawnCaseAgent(runtime!, c);
     await observe();
     const plan = planOf(c.steps);
     for (const [k, step] of c.steps.entries()) {
       if (mode === 'reopen') await reopen();
-      await sleep(caseStart + plan[k]! - Date.now());
+      await sleep(planned(plan[k]!) - Date.now());
       if ('send' in step) {
+        slip.expect(step.send.type, Date.now());
         const refusal = await sendCaseEvent(runtime!, step.send);
-        if (refusal) refusals.push(refusal);
+        if (refusal) {
+          slip.cancel();
+          refusals.push(refusal);
+        }
       } else {
-        const until = caseStart + plan[k + 1]!;
+        // A wait ends at its time in the plan: the steps before it (their quiet periods, the
+        // reopens) do not push it back, so its deadlines mean what they mean in XState's run.
+        const until = planned(plan[k + 1]!);
         if (mode === 'reopen') {
           await sleep((until - Date.now()) / 2);
           await reopen();
