@@ -1,12 +1,8 @@
 // The dashboard's routes without a browser (test/browser/ drives it in Chromium): the pages, the
 // script, the login cookie and how they sit beside the JSON API.
-import fs from 'node:fs';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMachine } from 'xstate';
 import { z } from 'zod';
-import { createServer } from '../../src/http/app.js';
-import { startRuntime } from '../helpers/runtime.js';
 import { eventFields } from '../../src/http/dashboard/index.js';
 import { stateText } from '../../src/core/state-value.js';
 import { activeStatePaths, layoutStatechart, transitionLabel } from '../../src/http/dashboard/statechart.js';
@@ -127,17 +123,7 @@ describe('dashboard pages', () => {
       states: { idle: { on: { '*': 'caught', 'event.*': 'caught', go: 'caught' } }, caught: { on: { reset: 'idle' } } },
     });
     const events = { 'event.*': z.object({ type: z.string(), note: z.string() }) };
-    const { runtime, store, file, logger, logs } = await startRuntime({ machines: [{ name: 'wild', machine, events }], logs: 'captured' });
-    t = {
-      app: createServer({ runtime, logger }),
-      runtime,
-      store,
-      logs,
-      close: async () => {
-        await runtime.close();
-        fs.rmSync(path.dirname(file), { recursive: true, force: true });
-      },
-    };
+    t = await testApp({ machines: [{ name: 'wild', machine, events }] });
     await spawn(t.app, 'w1', {}, 'wild');
     const html = await (await t.app.request('/ui/agents/w1')).text();
     expect(html).toContain('data-accepted="* event.* go reset"');

@@ -1,9 +1,5 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMachine } from 'xstate';
-import { createServer } from '../../src/http/app.js';
-import { startRuntime } from '../helpers/runtime.js';
 import { getJson, isIdleWith, postJson, readJson, spawn, testApp, waitForView, type TestApp } from './harness.js';
 
 let t: TestApp;
@@ -105,23 +101,12 @@ describe('POST /agents/:id/events', () => {
 async function wildcardApp(): Promise<TestApp> {
   const any = createMachine({ id: 'any', initial: 'idle', states: { idle: { on: { '*': 'caught' } }, caught: { on: { reset: 'idle' } } } });
   const partial = createMachine({ id: 'partial', initial: 'idle', states: { idle: { on: { 'event.*': 'caught' } }, caught: { on: { reset: 'idle' } } } });
-  const { runtime, store, file, logger, logs } = await startRuntime({
+  return testApp({
     machines: [
       { name: 'any', machine: any },
       { name: 'partial', machine: partial },
     ],
-    logs: 'captured',
   });
-  return {
-    app: createServer({ runtime, logger }),
-    runtime,
-    store,
-    logs,
-    close: async () => {
-      await runtime.close();
-      fs.rmSync(path.dirname(file), { recursive: true, force: true });
-    },
-  };
 }
 
 describe('events through wildcard descriptors', () => {

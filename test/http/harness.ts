@@ -7,6 +7,7 @@ import path from 'node:path';
 import { vi } from 'vitest';
 import { createMachine } from 'xstate';
 import type { LlmClient } from '../../src/llm/client.js';
+import type { MachineDefinition } from '../../src/durable/definition.js';
 import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
 import type { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../../src/store/store.js';
@@ -32,10 +33,18 @@ export interface TestApp {
 }
 
 export async function testApp(
-  options: { llm?: LlmClient; token?: string; bodyLimit?: number; shutdown?: AbortSignal; retention?: RetentionPolicy } = {},
+  options: {
+    llm?: LlmClient;
+    token?: string;
+    bodyLimit?: number;
+    shutdown?: AbortSignal;
+    retention?: RetentionPolicy;
+    /** The machines to serve instead of the reference agent and the toggle. */
+    machines?: MachineDefinition[];
+  } = {},
 ): Promise<TestApp> {
   const { runtime, store, file, logger, logs } = await startRuntime({
-    machines: [agentDefinition({ llm: options.llm ?? createSimulatedLlm() }), toggleDefinition],
+    machines: options.machines ?? [agentDefinition({ llm: options.llm ?? createSimulatedLlm() }), toggleDefinition],
     logs: 'captured',
     ...(options.retention ? { retention: options.retention } : {}),
   });
