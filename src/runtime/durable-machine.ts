@@ -6,9 +6,12 @@
  *   `Actor.update()`, after `transition` returns and before subscribers are told, so a subscriber is
  *   too late to persist first; wrapping `transition` is the one hook that runs in between (the path
  *   tests' crash cases and test/runtime/persist-before-act.test.ts fail if this ordering breaks);
- * - every actor it invokes by name is gated: its `start` waits until the checkpoint in which it was
- *   invoked is committed. "Persist, then act" therefore holds for every store and every machine,
- *   and many agents' checkpoints can share one transaction (group commit).
+ * - every actor it invokes, by name or inline, is gated: its `start` waits until the checkpoint in
+ *   which it was invoked is committed. "Persist, then act" therefore holds for every store and every
+ *   machine, and many agents' checkpoints can share one transaction (group commit);
+ * - what XState would run in the same list as those starts (the initial state's custom actions, a
+ *   child's stop, events sent to a child not started yet) keeps its place in that list, so a chart
+ *   runs its actions in XState's order (test/conformance/ compares them with plain XState's).
  */
 import {
   createActor,
