@@ -24,6 +24,7 @@ export { textAnswer } from './llm/client.js';
 export { createOpenAiClient } from './llm/openai-client.js';
 export { createSimulatedLlm } from './llm/simulated-client.js';
 export * from './core/errors.js';
+export { createLogger, type Logger, type LoggerOptions, type LogFormat, type LogLevel } from './core/logger.js';
 export type { AgentView } from './runtime/views.js';
 export type { RuntimeObserver } from './runtime/observer.js';
 export { combineObservers } from './observability/combine-observers.js';

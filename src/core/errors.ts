@@ -137,6 +137,17 @@ export class StoreUnavailableError extends AgentsError {
   }
 }
 
+/**
+ * The runtime was closed (`runtime.close()`): it takes no more commands or queries. Over HTTP a
+ * 503: the server is shutting down, another process (or this one, restarted) answers.
+ */
+export class RuntimeClosedError extends AgentsError {
+  readonly code = 'runtime_closed';
+  constructor(readonly operation: string) {
+    super(`Cannot ${operation}: the runtime is closed.`);
+  }
+}
+
 export type FailureKind = 'transient' | 'permanent';
 
 /**

@@ -8,6 +8,7 @@ import type { Observe } from './observer.js';
 import type { RegisteredMachine } from './registered-machine.js';
 import { readSnapshot } from './restore.js';
 import { ID_PATTERN } from '../core/ids.js';
+import { topLevelState } from '../core/state-value.js';
 import { validateInput } from './registered-machine.js';
 import { childEventKey } from '../durable/child-events.js';
 import { failedReport } from './checkpoint-outbox.js';
@@ -49,6 +50,8 @@ export class LiveAgents implements HostOwner {
   /** Countdowns to leaving memory, one per resting host (passivation on). */
   private readonly passivation = new Map<AgentHost, NodeJS.Timeout>();
   private closing = false;
+  /** Each host's top-level state at its last commit (or restore): `failed` is warned of on entry only. */
+  private readonly topStates = new WeakMap<AgentHost, string>();
 
   constructor(private readonly options: LiveAgentsOptions) {
     this.log = options.log;
@@ -104,6 +107,8 @@ export class LiveAgents implements HostOwner {
           }
         : { kind: 'fresh' as const, input: agent.input };
       host = new AgentHost(agent.id, agent.createdAt, machine, this, from, agent.inboxPosition, agent.parent ?? undefined);
+      // Restored in `failed`, it was warned of when it got there.
+      if (host.latest) this.topStates.set(host, topLevelState(host.latest.state));
       this.hosts.set(agent.id, host);
       const failure = host.start();
       if (failure) {
@@ -252,6 +257,7 @@ export class LiveAgents implements HostOwner {
       actor: checkpoint.actor,
       at: checkpoint.transitionAt,
     });
+    this.warnOnFailed(host, checkpoint);
     if (checkpoint.sentTo) for (const to of new Set(checkpoint.sentTo)) void this.deliverInbox(to);
     // Its new children start here (on a shared store this process owns them); one already live is left as
     // it is. Waking one reads the events already in its inbox.
@@ -302,6 +308,23 @@ export class LiveAgents implements HostOwner {
   }
 
   // --- internals --------------------------------------------------------------------------------
+
+  /**
+   * An agent that parks in a top-level state named `failed` (the reference agent's, after a permanent
+   * error or its last attempt) waits for a person: a warning, once per entry, with its `lastError`.
+   */
+  private warnOnFailed(host: AgentHost, checkpoint: CommittedCheckpoint): void {
+    const state = topLevelState(checkpoint.state);
+    const before = this.topStates.get(host);
+    this.topStates.set(host, state);
+    if (state !== 'failed' || before === 'failed') return;
+    const context = checkpoint.context;
+    const lastError = context && typeof context === 'object' && 'lastError' in context ? (context as { lastError: unknown }).lastError : undefined;
+    this.log.warn(
+      { agentId: host.agentId, machine: host.machine.name, seq: checkpoint.seq, ...(lastError === undefined ? {} : { lastError }) },
+      'agent parked in failed; it waits for an event (the reference agent: retry or task.skip)',
+    );
+  }
 
   /** Takes a host out of this process's books (it has stopped, or is about to). */
   private forget(host: AgentHost): void {

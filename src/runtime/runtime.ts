@@ -2,7 +2,7 @@
 // each method is a few lines over LiveAgents, Watchers, the store or ownership, which do the work.
 import { reportKey, type ChildEvent } from '../durable/child-events.js';
 import type { AnyMachineSnapshot, InspectionEvent } from 'xstate';
-import { AgentsError, ConflictError, CorruptStateError, InvalidInputError, NotFoundError, PrunedError, truncate } from '../core/errors.js';
+import { AgentsError, ConflictError, CorruptStateError, InvalidInputError, NotFoundError, PrunedError, RuntimeClosedError, truncate } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { topLevelState } from '../core/state-value.js';
 import type { MachineDefinition } from '../durable/definition.js';
@@ -178,6 +178,7 @@ export class Runtime {
 
   /** Runs the retention policy once now (it also runs on its timer); nothing without a policy. */
   async prune(now?: number): Promise<void> {
+    this.assertOpen('prune');
     await this.pruner?.runOnce(now);
   }
 
@@ -189,6 +190,7 @@ export class Runtime {
 
   /** Creates an agent; the same id again with the same machine returns the existing one. */
   async spawn(machineName: string, options: { id?: string; input?: unknown } = {}): Promise<{ view: AgentView; created: boolean }> {
+    this.assertOpen('spawn an agent');
     const machine = this.machine(machineName);
     const id = options.id ?? generateId();
     assertValidId(id);
@@ -212,6 +214,7 @@ export class Runtime {
 
   /** Commits an event to the agent's inbox; the agent processes its inbox in order, each event once. */
   async send(agentId: string, event: InboxEvent, idempotencyKey?: string): Promise<{ seq: number; duplicate: boolean }> {
+    this.assertOpen('send to an agent');
     const machine = this.live.get(agentId)?.machine ?? this.machine((await this.agentOrThrow(agentId)).machine);
     const checked = validateEvent(machine, event);
     const refuse = machine.refuse?.[checked.type];
@@ -239,6 +242,7 @@ export class Runtime {
    * HTTP, where these types are refused.
    */
   async report(parentId: string, report: ChildEvent): Promise<{ seq: number; duplicate: boolean }> {
+    this.assertOpen('report to an agent');
     return (await this.live.sendEvent(parentId, report, reportKey(report))) as { seq: number; duplicate: boolean };
   }
 
@@ -248,6 +252,7 @@ export class Runtime {
    * parent (`agent.failed`, code `stopped`).
    */
   async stop(agentId: string): Promise<void> {
+    this.assertOpen('stop an agent');
     const agent = await this.agentOrThrow(agentId);
     this.unloadHere(agentId);
     if (agent.status === 'active') await this.live.writeStatus(agentId, 'stopped', null, agent.parent ?? undefined);
@@ -279,6 +284,7 @@ export class Runtime {
 
   /** A new agent restored from one checkpoint of another, started. */
   async fork(agentId: string, seq: number, newId: string = generateId()): Promise<AgentView> {
+    this.assertOpen('fork an agent');
     assertValidId(newId);
     const source = await this.agentOrThrow(agentId);
     const checkpoint = await this.store.getCheckpoint(agentId, seq);
@@ -305,6 +311,7 @@ export class Runtime {
    * when the caller holds it already (it is not read again).
    */
   async view(agentId: string, row?: AgentRecord): Promise<AgentView> {
+    this.assertOpen('view an agent');
     const [view, children] = await Promise.all([row ? this.viewOf(row) : this.ownView(agentId), this.store.listAgents({ parent: agentId, limit: 1000 })]);
     return children.items.length > 0 ? { ...view, children: children.items.map((c) => c.id) } : view;
   }
@@ -316,23 +323,27 @@ export class Runtime {
 
   /** The view of an agent whose row the caller already holds: only an agent not in memory needs its checkpoint read. */
   async viewOf(agent: AgentRecord): Promise<AgentView> {
+    this.assertOpen('view an agent');
     const host = this.live.get(agent.id);
     return (host && liveView(host)) ?? storedView(this.store, agent);
   }
 
   async list(query: AgentQuery): Promise<Page<AgentView>> {
+    this.assertOpen('list agents');
     const page = await this.store.listAgents(query);
     const items = await Promise.all(page.items.map((agent) => this.viewOf(agent)));
     return { items, nextCursor: page.nextCursor };
   }
 
   /** One page of stored agent rows, no checkpoint read: for a list that shows only row fields (the dashboard's). */
-  agents(query: AgentQuery): Promise<Page<AgentRecord>> {
+  async agents(query: AgentQuery): Promise<Page<AgentRecord>> {
+    this.assertOpen('list agents');
     return this.store.listAgents(query);
   }
 
   /** The agent's stored row; NotFoundError (`agent`) if there is none. */
   async agentOrThrow(agentId: string): Promise<AgentRecord> {
+    this.assertOpen('read an agent');
     const agent = await this.store.getAgent(agentId);
     if (!agent) throw new NotFoundError('agent', agentId);
     return agent;
@@ -340,6 +351,7 @@ export class Runtime {
 
   /** The agent's checkpoints, oldest first (with `newest: n`, the last n); NotFoundError for an unknown agent. */
   async checkpoints(agentId: string, options: HistoryOptions = {}): Promise<CheckpointSummary[]> {
+    this.assertOpen('read checkpoints');
     const checkpoints = await this.store.listCheckpoints(agentId, options);
     if (checkpoints.length === 0) await this.agentOrThrow(agentId); // an unknown agent is an error, not an empty list
     return checkpoints;
@@ -347,6 +359,7 @@ export class Runtime {
 
   /** One checkpoint whole, its snapshot parsed; NotFoundError for an unknown agent or seq, CorruptStateError for a damaged snapshot. */
   async checkpoint(agentId: string, seq: number): Promise<Omit<CheckpointRecord, 'snapshot'> & { snapshot: Record<string, unknown> }> {
+    this.assertOpen('read a checkpoint');
     const checkpoint = await this.store.getCheckpoint(agentId, seq);
     if (!checkpoint) throw this.missingCheckpoint(await this.agentOrThrow(agentId), seq);
     if (checkpoint.unreadable !== undefined) throw new CorruptStateError(agentId, `checkpoint ${seq} cannot be read: ${checkpoint.unreadable}.`);
@@ -357,6 +370,7 @@ export class Runtime {
 
   /** Checkpoints before this seq were pruned by the retention policy (0: none); NotFoundError for an unknown agent. */
   async prunedBefore(agentId: string): Promise<number> {
+    this.assertOpen('read an agent');
     return (await this.agentOrThrow(agentId)).prunedBefore;
   }
 
@@ -366,6 +380,7 @@ export class Runtime {
 
   /** The agent's action log, oldest first (with `newest: n`, the last n); NotFoundError for an unknown agent. */
   async actions(agentId: string, options: HistoryOptions = {}): Promise<ActionRecord[]> {
+    this.assertOpen('read the action log');
     const actions = await this.store.listActions(agentId, options);
     if (actions.length === 0) await this.agentOrThrow(agentId);
     return actions;
@@ -394,6 +409,7 @@ export class Runtime {
 
   /** Figures for gauges: agents by status (store), live agents by top-level state, inbox depth. */
   async stats(): Promise<{ agentsByStatus: Record<string, number>; liveByState: Record<string, number>; inboxDepth: number; live: number }> {
+    this.assertOpen('read stats');
     const { agentsByStatus, inboxDepth } = await this.store.stats();
     const liveByState: Record<string, number> = {};
     for (const host of this.live.all()) {
@@ -405,6 +421,7 @@ export class Runtime {
 
   /** What the store takes on disk: read by the metrics at each scrape, not by `stats` (every dashboard page reads that). */
   async storeBytes(): Promise<number> {
+    this.assertOpen('read the size of the store');
     return this.store.sizeBytes();
   }
 
@@ -413,6 +430,7 @@ export class Runtime {
    * `from` (a position an earlier event's id named) or from now. Throws NotFoundError for an unknown agent.
    */
   async openEventFeed(agentId: string, from: StreamPosition | undefined, emit: (event: AgentEvent) => void): Promise<AgentEventFeed> {
+    this.assertOpen('stream an agent');
     const sources: AgentEventSources = {
       store: this.store,
       tokens: this.tokens,
@@ -433,6 +451,7 @@ export class Runtime {
 
   /** Calls `listener` with the agent's view after each committed transition; returns the unsubscribe. */
   watch(agentId: string, listener: ViewListener): () => void {
+    this.assertOpen('watch an agent');
     return this.watchers.watch(agentId, listener);
   }
 
@@ -451,7 +470,7 @@ export class Runtime {
   waitFor(agentId: string, predicate: (view: AgentView) => boolean, options: WaitForOptions = {}): Promise<AgentView> {
     const { timeoutMs = Infinity, signal } = options;
     return new Promise<AgentView>((resolve, reject) => {
-      if (this.closing) return reject(new WaitForError(agentId, 'the runtime is closed'));
+      if (this.closing) return reject(new RuntimeClosedError(`wait for agent "${truncate(agentId, 128)}"`));
       if (signal?.aborted) return reject(new WaitForError(agentId, 'the wait was aborted'));
       /** The seq of the newest view looked at. */
       let seen = -1;
@@ -500,6 +519,7 @@ export class Runtime {
 
   /** Restores every active agent from its last checkpoint and resumes it. */
   async recover(): Promise<{ restored: number; quarantined: number }> {
+    this.assertOpen('recover agents');
     const counts = await this.live.adopt(await this.store.loadActiveAgents({ skipResting: this.skipResting }));
     if (counts.restored + counts.quarantined > 0) this.log.info(counts, 'recovered active agents');
     return counts;
@@ -507,6 +527,7 @@ export class Runtime {
 
   /** Takes this process's lease on the shared store and adopts every agent no live process runs. */
   async startLeases(): Promise<void> {
+    this.assertOpen('take the lease');
     const adopted = await this.leaseKeeper!.start();
     this.log.info({ processId: this.store.leases!.processId, adopted }, 'lease taken; adopted the agents no live process ran');
   }
@@ -525,6 +546,14 @@ export class Runtime {
     // Committed what it had: its agents may go to another process at once, without waiting for the lease.
     await this.leaseKeeper?.resign().catch((err: unknown) => this.log.warn({ err }, 'could not end the lease; it will run out'));
     await this.store.close();
+  }
+
+  /**
+   * Every command and query after \`close()\` (or during it) throws a \`RuntimeClosedError\` (in an
+   * async method: rejects) rather than reaching a closed store.
+   */
+  private assertOpen(operation: string): void {
+    if (this.closing) throw new RuntimeClosedError(operation);
   }
 
   /** Observers are called on the agents' path: one that throws is logged and ignored. */

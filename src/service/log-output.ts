@@ -1,19 +1,14 @@
 // Where `serve` writes its logs and greeting: JSON lines for machines (a pipe, a file, a log
 // collector), readable lines for a person at a terminal.
-import type { DestinationStream } from 'pino';
-import { prettyFactory } from 'pino-pretty';
-import { createLogger, type Logger } from '../core/logger.js';
+import { pino } from 'pino';
+import { createLogger, lineWriter, type LineOutput, type LogFormat, type Logger } from '../core/logger.js';
 import type { Config, LogFormatSetting } from './config.js';
 import { logGreeting, printGreeting, type Announce } from './greeting.js';
 
-export type LogFormat = 'pretty' | 'json';
+export type { LogFormat };
 
 /** The part of stdout this file uses; a test passes its own. */
-export interface Output {
-  isTTY?: boolean;
-  hasColors?(): boolean;
-  write(text: string): unknown;
-}
+export type Output = LineOutput;
 
 export interface LogOutput {
   format: LogFormat;
@@ -29,23 +24,33 @@ export function chooseLogFormat(setting: LogFormatSetting, isTerminal: boolean):
 
 export function openLogOutput(config: Config['log'], out: Output = process.stdout): LogOutput {
   const format = chooseLogFormat(config.format, out.isTTY === true);
+  if (out === process.stdout) ignoreBrokenPipe(process.stdout);
   if (format === 'json') {
-    // On stdout itself, pino's own destination (as the library's loggers): only a test passes `out`.
-    const log = createLogger({ level: config.level, ...(out === process.stdout ? {} : { destination: lineWriter(out, (line) => line) }) });
+    // On stdout itself, pino's own destination, synchronous (only a test passes `out`). Not pino's
+    // default: that one writes asynchronously and flushes on exit, and its flush retries a write
+    // that failed with EPIPE (the reader of a pipe is gone, as after `serve | cat` and Ctrl-C)
+    // forever, blocking the process inside process.exit() where no signal can reach it. A
+    // synchronous write's EPIPE turns pino's destination into a no-op instead.
+    const destination = out === process.stdout ? pino.destination({ dest: 1, sync: true }) : lineWriter(out);
+    const log = createLogger({ level: config.level, destination });
     return { format, log, announce: logGreeting(log) };
   }
   // hasColors() reads NO_COLOR, FORCE_COLOR and TERM, and is false off a terminal.
   const colors = out.hasColors?.() === true;
-  const pretty = prettyFactory({ colorize: colors, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,name', singleLine: true });
-  const log = createLogger({ level: config.level, destination: lineWriter(out, pretty) });
+  const log = createLogger({ level: config.level, format, destination: out });
   return { format, log, announce: printGreeting((text) => out.write(text), { colors }) };
 }
 
 /**
- * A pino destination that writes each line, transformed, straight to `out`: no stream and no
- * worker in between, so log lines and the greeting keep their order, and nothing is still
- * buffered when the process exits right after its last line.
+ * A reader of stdout that has gone away (EPIPE: `serve | head`, or `serve | cat` and Ctrl-C) ends
+ * the output, not the process; any other error of stdout is thrown as before. Once per stream.
  */
-function lineWriter(out: Output, transform: (line: string) => string): DestinationStream {
-  return { write: (line: string) => void out.write(transform(line)) };
+function ignoreBrokenPipe(stream: NodeJS.WriteStream): void {
+  if (guarded.has(stream)) return;
+  guarded.add(stream);
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+  });
 }
+
+const guarded = new WeakSet<NodeJS.WriteStream>();

@@ -23,6 +23,8 @@ const STATUS_BY_CODE: Record<string, ContentfulStatusCode> = {
   // Stored data that cannot be read back is our fault, not the caller's.
   corrupt_state: 500,
   schema_too_new: 500,
+  // The runtime was closed under the request (the server is shutting down): try again, elsewhere or later.
+  runtime_closed: 503,
 };
 
 /** Hono's own exceptions (validator, media-type gate, body limit) carry only a status. */
@@ -51,7 +53,7 @@ export function createErrorHandler(fallbackLog: Logger): ErrorHandler<AppEnv> {
     if (err instanceof AgentsError) {
       const status = STATUS_BY_CODE[err.code];
       if (status !== undefined) {
-        if (status >= 500) log.error({ err }, 'request failed on stored data');
+        if (status === 500) log.error({ err }, 'request failed on stored data');
         return c.json(body(err.code, err.message), status);
       }
     } else if (err instanceof HTTPException && err.status < 500) {
