@@ -1,0 +1,57 @@
+/**
+ * One LLM call through the gate: waits for capacity, runs, and when the provider refuses it for
+ * its rate (a transient 429) gives the capacity back, lowers the limit for everyone and asks again,
+ * after the provider's Retry-After, keeping the call's place in the line. A refusal for rate is the
+ * provider telling us to slow down, not a failure of the agent's step: it never reaches the chart,
+ * so it does not use up the step's `maxAttempts` (those count other transient failures).
+ */
+import type { LlmGate, LlmTicket } from './llm-gate.js';
+
+/** When a 429 says nothing of when to come back. */
+const DEFAULT_RETRY_AFTER_MS = 1_000;
+/** A provider asking for longer is asked again after this (its window may have ended early). */
+const MAX_RETRY_AFTER_MS = 60_000;
+
+export interface GatedCallOptions {
+  /** The error is the provider refusing the call for its rate; with how long it asked to wait. */
+  rateLimited: (err: unknown) => { retryAfterMs: number | undefined } | undefined;
+  /** The tokens the call spent, from its result. */
+  spent?: (result: unknown) => number | undefined;
+  /** Each time a call is refused for rate (metrics). */
+  onThrottled?: () => void;
+  /** Seedable randomness for the jitter. */
+  random?: () => number;
+}
+
+export async function gatedCall<T>(
+  gate: LlmGate,
+  ticket: LlmTicket,
+  signal: AbortSignal | undefined,
+  call: () => Promise<T>,
+  options: GatedCallOptions,
+): Promise<T> {
+  const since = ticket.since ?? Date.now();
+  let notBefore = ticket.notBefore;
+  for (;;) {
+    const permit = await gate.acquire({ ...ticket, since, ...(notBefore === undefined ? {} : { notBefore }) }, signal);
+    let result: T;
+    try {
+      result = await call();
+    } catch (err) {
+      const refusal = signal?.aborted ? undefined : options.rateLimited(err);
+      if (!refusal) {
+        permit.release();
+        throw err;
+      }
+      permit.throttled();
+      options.onThrottled?.();
+      const waitMs = Math.min(MAX_RETRY_AFTER_MS, refusal.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS);
+      // Jittered upwards: the calls refused together do not all come back in the same millisecond.
+      notBefore = Date.now() + waitMs + Math.round((options.random ?? Math.random)() * waitMs * 0.2);
+      continue;
+    }
+    const tokens = options.spent?.(result);
+    permit.release(tokens === undefined ? {} : { tokens });
+    return result;
+  }
+}
