@@ -1,5 +1,7 @@
 // One live agent's delivery and checkpoint chain; kept in one file because its ordering rules
 // (inbox, seqs, commit gate, barrier release) only hold together.
+import { estimatedTokens, gatedCall, LLM_CALL_READING } from '../llm/flow/gated-call.js';
+import type { LlmGate } from '../llm/flow/llm-gate.js';
 import type { Actor, AnyActorRef, AnyEventObject, AnyMachineSnapshot, AnyStateMachine, InspectionEvent } from 'xstate';
 import { serializeError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
@@ -29,6 +31,8 @@ export interface HostOwner {
   /** An event into another agent's inbox, outside any transition (a report to a parent). */
   sendEvent(agentId: string, event: { type: string; [key: string]: unknown }, idempotencyKey: string): Promise<unknown>;
   readonly log: Logger;
+  /** The gate in front of the LLM, shared by every agent of the runtime (none: calls go straight through). */
+  readonly llmGate?: LlmGate | undefined;
   /** XState's inspection observer for every agent actor (and the actors it invokes). */
   readonly inspect?: ((event: InspectionEvent) => void) | undefined;
 }
@@ -131,6 +135,17 @@ export class AgentHost implements TransitionSink {
       if (emitted.type === OUTBOX_EVENT) this.sendToAgent(emitted as unknown as OutboxEmit);
       else if (emitted.type === SPAWN_EVENT) this.spawnChild(emitted as unknown as SpawnEmit);
     });
+  }
+
+  /**
+   * An LLM call waits for capacity in line by when this agent's step began: the time of the
+   * checkpoint that invoked it, which a restored agent has too, so a restart keeps its place.
+   */
+  throughLlmGate<T>(input: unknown, signal: AbortSignal, call: () => Promise<T>): Promise<T> {
+    const gate = this.owner.llmGate;
+    if (!gate) return call();
+    const since = this.lastCommitted ? Date.parse(this.lastCommitted.at) : Date.now();
+    return gatedCall(gate, { agentId: this.agentId, since, tokens: estimatedTokens(input) }, signal, call, LLM_CALL_READING);
   }
 
   /** Starts the actor unless restoring put it in error; returns that error. */

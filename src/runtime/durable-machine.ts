@@ -62,6 +62,12 @@ export interface TransitionSink extends DurableAgentHandle {
   heldForStart(child: AnyActorRef, event: AnyEventObject): string;
   /** The held event was delivered after the child's start: the next checkpoint no longer keeps it. */
   heldDelivered(heldId: string): void;
+  /**
+   * Runs an LLM call (an actor the machine declares `llm`) through the runtime's LLM gate: it waits
+   * for capacity there, in the line by when this agent's step began, and is asked again when the
+   * provider refuses it for its rate (see src/llm/flow/).
+   */
+  throughLlmGate<T>(input: unknown, signal: AbortSignal, call: () => Promise<T>): Promise<T>;
 }
 
 // createActor computes the initial snapshot inside its constructor, before we can register the sink
@@ -96,9 +102,11 @@ export function createDurableActor<T extends AnyStateMachine>(
  * those registered by name (`setup({ actors })`) and those written inline in an invoke
  * (`src: fromPromise(...)`), which XState finds again by their place in the chart.
  */
-export function makeDurable<T extends AnyStateMachine>(machine: T): T {
+export function makeDurable<T extends AnyStateMachine>(machine: T, llmActors: ReadonlySet<string> = new Set()): T {
   const actors = machine.implementations.actors as Record<string, AnyActorLogic>;
-  const gated = Object.fromEntries(Object.entries(actors).map(([name, logic]) => [name, gateStart(logic)]));
+  const gated = Object.fromEntries(
+    Object.entries(actors).map(([name, logic]) => [name, gateStart(llmActors.has(name) ? throughLlmGate(logic) : logic)]),
+  );
   const withInline = withGatedInlineInvokes(machine);
   const base = withInline.provide({ actors: gated } as never) as T;
 
@@ -335,6 +343,23 @@ function gateStart(logic: AnyActorLogic): AnyActorLogic {
     },
   } as AnyActorLogic;
 }
+
+/**
+ * An LLM actor's promise logic whose calls go through the runtime's LLM gate. Only promise logic:
+ * its creator is the call, and asking again is calling it again (a callback or observable LLM actor
+ * runs ungated).
+ */
+function throughLlmGate(logic: AnyActorLogic): AnyActorLogic {
+  if (!isPromiseLogic(logic)) return logic;
+  const create = (logic as unknown as { config: (args: PromiseCreatorArgs) => PromiseLike<unknown> }).config;
+  return fromPromise<unknown, unknown>((args) => {
+    const agent = agentOfSystem<TransitionSink>(args.system as object);
+    const call = () => Promise.resolve(create(args as PromiseCreatorArgs));
+    return agent ? agent.throughLlmGate(args.input, args.signal, call) : call();
+  });
+}
+
+type PromiseCreatorArgs = Parameters<Parameters<typeof fromPromise>[0]>[0];
 
 /** The source of XState's promise logic's `transition`: the same text for every `fromPromise(...)`. */
 const PROMISE_TRANSITION = String(fromPromise(() => Promise.resolve()).transition);

@@ -1,3 +1,4 @@
+import type { LlmGate } from '../llm/flow/llm-gate.js';
 import type { InspectionEvent } from 'xstate';
 import { CorruptStateError, FencedError, NotFoundError, serializeError, type SerializedError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
@@ -35,6 +36,8 @@ export interface LiveAgentsOptions {
   passivateAfterMs: number | undefined;
   /** Machines' spawns are dropped (RuntimeOptions.childAgents `ignore`). */
   ignoreSpawns?: boolean;
+  /** The gate every LLM call of these agents goes through. */
+  llmGate?: LlmGate | undefined;
 }
 
 /**
@@ -45,6 +48,7 @@ export interface LiveAgentsOptions {
 export class LiveAgents implements HostOwner {
   readonly log: Logger;
   readonly inspect: ((event: InspectionEvent) => void) | undefined;
+  readonly llmGate: LlmGate | undefined;
   private readonly hosts = new Map<string, AgentHost>();
   private readonly waking = new Map<string, Promise<AgentHost | undefined>>();
   /** Countdowns to leaving memory, one per resting host (passivation on). */
@@ -56,6 +60,7 @@ export class LiveAgents implements HostOwner {
   constructor(private readonly options: LiveAgentsOptions) {
     this.log = options.log;
     this.inspect = options.inspect;
+    this.llmGate = options.llmGate;
   }
 
   get size(): number {

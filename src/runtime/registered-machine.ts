@@ -52,7 +52,7 @@ export function registerMachine(def: MachineDefinition): RegisteredMachine {
     version,
     upgrades: def.upgrades ?? {},
     machine: def.machine,
-    durable: makeDurable(def.machine),
+    durable: makeDurable(def.machine, new Set(Object.entries(def.actors ?? {}).flatMap(([src, d]) => (d.kind === 'llm' ? [src] : [])))),
     eventTypes,
     eventMatch: eventMatch(eventTypes, def.events ?? {}),
     states: Object.keys(def.machine.root.states),

@@ -1,8 +1,11 @@
 // The runtime's public API in one class, so that a reader sees every command and query in one place;
 // each method is a few lines over LiveAgents, Watchers, the store or ownership, which do the work.
+import { LlmGate } from '../llm/flow/llm-gate.js';
 import { reportKey, type ChildEvent } from '../durable/child-events.js';
 import type { AnyMachineSnapshot, InspectionEvent } from 'xstate';
-import { AgentsError, ConflictError, CorruptStateError, InvalidInputError, NotFoundError, PrunedError, RuntimeClosedError, truncate } from '../core/errors.js';
+import {
+  AgentsError, ConflictError, CorruptStateError, InvalidInputError, NotFoundError, PrunedError, ReadOnlyStoreError, RuntimeClosedError, truncate,
+} from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { topLevelState } from '../core/state-value.js';
 import type { MachineDefinition } from '../durable/definition.js';
@@ -60,7 +63,22 @@ export interface RuntimeOptions {
   retention?: RetentionPolicy;
   /** XState's `inspect` option for every agent actor, e.g. a Stately inspector's (see observability/inspector.ts). */
   inspect?: (event: InspectionEvent) => void;
+  /**
+   * Serve what is stored and run nothing: no recovery, no lease, no wakeups, no pruning; views,
+   * lists, history and streams read the store, and spawn, send, stop, fork and report throw a
+   * `ReadOnlyStoreError`. Default: the store's own `readOnly` (a store opened read-only forces it).
+   */
+  readOnly?: boolean;
+  /**
+   * The gate in front of the LLM, for every call of an actor a machine declares `llm`: calls in
+   * flight at once (default 16; it adapts down on the provider's 429s and back up), requests and
+   * tokens per minute (unset: no limit). `false`: no gate, calls go straight to the provider.
+   */
+  llmLimits?: { concurrency?: number; rpm?: number; tpm?: number } | false;
 }
+
+/** LLM calls in flight at once when `llmLimits` does not say (the contract's `--llm-concurrency` default). */
+export const DEFAULT_LLM_CONCURRENCY = 16;
 
 export type { ViewListener };
 
@@ -100,6 +118,7 @@ export class WaitForError extends AgentsError {
  */
 export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const runtime = new Runtime(options);
+  if (runtime.readOnly) return runtime; // restores nothing: the agents are another process's, or no one's
   // On a shared store, recovery is taking the lease and adopting the agents no live process runs.
   if (runtime.leaseKeeper) await runtime.startLeases();
   else if (options.recover !== false) await runtime.recover();
@@ -125,10 +144,16 @@ export class Runtime {
   private openFeeds = 0;
   private readonly wakeups: Wakeups | undefined;
   private readonly pruner: Pruner | undefined;
+  /** Runs nothing and takes no command (`RuntimeOptions.readOnly`). */
+  readonly readOnly: boolean;
+  /** The gate in front of the LLM for every agent here (none with `llmLimits: false`). */
+  readonly llmGate: LlmGate | undefined;
 
   constructor(options: RuntimeOptions) {
     const { store } = options;
     this.store = store;
+    if (store.readOnly && options.readOnly === false) throw new InvalidInputError('The store was opened read-only: a runtime on it cannot run agents.');
+    this.readOnly = options.readOnly ?? store.readOnly === true;
     this.log = options.logger ?? silentLogger;
     this.observer = options.observer ?? {};
     const names = options.machines.map((def) => def.name);
@@ -136,6 +161,8 @@ export class Runtime {
     if (twice !== undefined) throw new InvalidInputError(`Two machines are named "${twice}": each machine given to createRuntime needs a name of its own.`);
     this.machines = new Map(options.machines.map((def) => [def.name, registerMachine(def)]));
     for (const m of this.machines.values()) for (const w of m.lintWarnings) this.log.warn({ machine: m.name, path: w.path, code: w.code }, w.message);
+    const limits = options.llmLimits ?? {};
+    this.llmGate = limits === false ? undefined : new LlmGate({ ...limits, concurrency: limits.concurrency ?? DEFAULT_LLM_CONCURRENCY });
     this.committer = new GroupCommitter(store);
     this.committer.onBatch = (size, ms) => this.observe('batchCommitted', { size, ms });
     this.watchers = new Watchers(store, this.log);
@@ -158,19 +185,21 @@ export class Runtime {
       reloadDelayMs: options.reloadDelayMs ?? 1000,
       passivateAfterMs: options.passivateAfterMs,
       ignoreSpawns: options.childAgents === 'ignore',
+      llmGate: this.llmGate,
     });
     this.leaseKeeper =
-      leases &&
-      createOwnership({ leases, store, live: this.live, watchers: this.watchers, log: this.log, observe: this.observe, skipResting: this.skipResting });
+      leases && !this.readOnly
+        ? createOwnership({ leases, store, live: this.live, watchers: this.watchers, log: this.log, observe: this.observe, skipResting: this.skipResting })
+        : undefined;
     // Agents not in memory (passivated, left on disk, orphaned elsewhere) are woken for their delays.
-    if (this.skipResting || this.leaseKeeper) {
+    if (!this.readOnly && (this.skipResting || this.leaseKeeper)) {
       this.wakeups = new Wakeups(store, (id) => this.live.holds(id), (id) => this.live.wake(id), this.log, options.wakeups);
       this.wakeups.start();
     }
     this.observe('machinesRegistered', [...this.machines.values()]);
     const retention = options.retention;
     const machineRetention = (name: string) => this.machines.get(name)?.retention;
-    if (retention || [...this.machines.values()].some((m) => m.retention)) {
+    if (!this.readOnly && (retention || [...this.machines.values()].some((m) => m.retention))) {
       this.pruner = new Pruner(store, retention ?? {}, machineRetention, (id) => this.live.holds(id), this.log, (totals) => this.observe('pruned', totals));
       this.pruner.start();
     }
@@ -178,7 +207,7 @@ export class Runtime {
 
   /** Runs the retention policy once now (it also runs on its timer); nothing without a policy. */
   async prune(now?: number): Promise<void> {
-    this.assertOpen('prune');
+    this.assertWritable('prune');
     await this.pruner?.runOnce(now);
   }
 
@@ -190,7 +219,7 @@ export class Runtime {
 
   /** Creates an agent; the same id again with the same machine returns the existing one. */
   async spawn(machineName: string, options: { id?: string; input?: unknown } = {}): Promise<{ view: AgentView; created: boolean }> {
-    this.assertOpen('spawn an agent');
+    this.assertWritable('spawn an agent');
     const machine = this.machine(machineName);
     const id = options.id ?? generateId();
     assertValidId(id);
@@ -214,7 +243,7 @@ export class Runtime {
 
   /** Commits an event to the agent's inbox; the agent processes its inbox in order, each event once. */
   async send(agentId: string, event: InboxEvent, idempotencyKey?: string): Promise<{ seq: number; duplicate: boolean }> {
-    this.assertOpen('send to an agent');
+    this.assertWritable('send to an agent');
     const machine = this.live.get(agentId)?.machine ?? this.machine((await this.agentOrThrow(agentId)).machine);
     const checked = validateEvent(machine, event);
     const refuse = machine.refuse?.[checked.type];
@@ -242,7 +271,7 @@ export class Runtime {
    * HTTP, where these types are refused.
    */
   async report(parentId: string, report: ChildEvent): Promise<{ seq: number; duplicate: boolean }> {
-    this.assertOpen('report to an agent');
+    this.assertWritable('report to an agent');
     return (await this.live.sendEvent(parentId, report, reportKey(report))) as { seq: number; duplicate: boolean };
   }
 
@@ -252,7 +281,7 @@ export class Runtime {
    * parent (`agent.failed`, code `stopped`).
    */
   async stop(agentId: string): Promise<void> {
-    this.assertOpen('stop an agent');
+    this.assertWritable('stop an agent');
     const agent = await this.agentOrThrow(agentId);
     this.unloadHere(agentId);
     if (agent.status === 'active') await this.live.writeStatus(agentId, 'stopped', null, agent.parent ?? undefined);
@@ -284,7 +313,7 @@ export class Runtime {
 
   /** A new agent restored from one checkpoint of another, started. */
   async fork(agentId: string, seq: number, newId: string = generateId()): Promise<AgentView> {
-    this.assertOpen('fork an agent');
+    this.assertWritable('fork an agent');
     assertValidId(newId);
     const source = await this.agentOrThrow(agentId);
     const checkpoint = await this.store.getCheckpoint(agentId, seq);
@@ -313,7 +342,11 @@ export class Runtime {
   async view(agentId: string, row?: AgentRecord): Promise<AgentView> {
     this.assertOpen('view an agent');
     const [view, children] = await Promise.all([row ? this.viewOf(row) : this.ownView(agentId), this.store.listAgents({ parent: agentId, limit: 1000 })]);
-    return children.items.length > 0 ? { ...view, children: children.items.map((c) => c.id) } : view;
+    return {
+      ...view,
+      ...(children.items.length > 0 ? { children: children.items.map((c) => c.id) } : {}),
+      ...(this.llmGate?.isWaiting(agentId) ? { waiting: 'llm_capacity' as const } : {}),
+    };
   }
 
   /** The view without its children (a new agent has none: spawning does not ask). */
@@ -519,7 +552,7 @@ export class Runtime {
 
   /** Restores every active agent from its last checkpoint and resumes it. */
   async recover(): Promise<{ restored: number; quarantined: number }> {
-    this.assertOpen('recover agents');
+    this.assertWritable('recover agents');
     const counts = await this.live.adopt(await this.store.loadActiveAgents({ skipResting: this.skipResting }));
     if (counts.restored + counts.quarantined > 0) this.log.info(counts, 'recovered active agents');
     return counts;
@@ -527,7 +560,7 @@ export class Runtime {
 
   /** Takes this process's lease on the shared store and adopts every agent no live process runs. */
   async startLeases(): Promise<void> {
-    this.assertOpen('take the lease');
+    this.assertWritable('take the lease');
     const adopted = await this.leaseKeeper!.start();
     this.log.info({ processId: this.store.leases!.processId, adopted }, 'lease taken; adopted the agents no live process ran');
   }
@@ -541,6 +574,7 @@ export class Runtime {
     await this.wakeups?.stop();
     await this.leaseKeeper?.stop();
     this.live.close();
+    this.llmGate?.close();
     this.tokens.close();
     await this.committer.drain();
     // Committed what it had: its agents may go to another process at once, without waiting for the lease.
@@ -554,6 +588,12 @@ export class Runtime {
    */
   private assertOpen(operation: string): void {
     if (this.closing) throw new RuntimeClosedError(operation);
+  }
+
+  /** A command: the runtime must be open, and not read-only. */
+  private assertWritable(operation: string): void {
+    this.assertOpen(operation);
+    if (this.readOnly) throw new ReadOnlyStoreError(operation);
   }
 
   /** Observers are called on the agents' path: one that throws is logged and ignored. */

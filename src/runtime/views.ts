@@ -16,6 +16,11 @@ export interface AgentView {
   parent?: string;
   /** The agents this one spawned, oldest first (only in a single agent's view, and only when it has any). */
   children?: string[];
+  /**
+   * What the agent waits for that is not an event: `llm_capacity` while its LLM call waits at the
+   * runtime's LLM gate (only in a single agent's view; not a failure: it is served in turn).
+   */
+  waiting?: 'llm_capacity';
 }
 
 export function toAgentView(

@@ -115,15 +115,15 @@ describe('a task that goes well', () => {
 });
 
 describe('transient LLM failures', () => {
-  test('500, then 429 with Retry-After: 0, then success: three calls, the failures in the action log', async () => {
-    fake.enqueueFaults({ kind: 'status', status: 500 }, { kind: 'status', status: 429, retryAfter: '0' });
+  test('500, then 502, then success: three calls, the failures in the action log', async () => {
+    fake.enqueueFaults({ kind: 'status', status: 500 }, { kind: 'status', status: 502 });
     await spawn('flaky', { tasks: ['t1'], webhook: sink.url });
     await viewWhen('flaky', idleAfter(1));
 
     expect(fake.calls).toHaveLength(3);
     expect((await actions('flaky', 'callLlm')).map(outcome)).toEqual([
       { attempt: 1, ok: false, kind: 'transient', status: 500, code: 'llm_unavailable' },
-      { attempt: 2, ok: false, kind: 'transient', status: 429, code: 'llm_unavailable' },
+      { attempt: 2, ok: false, kind: 'transient', status: 502, code: 'llm_unavailable' },
       { attempt: 3, ok: true },
     ]);
     expect(sink.deliveries).toHaveLength(1);
@@ -145,12 +145,32 @@ describe('transient LLM failures', () => {
   });
 
   test('a Retry-After longer than the backoff sets the next attempt at least that far out', async () => {
-    fake.enqueueFaults({ kind: 'status', status: 429, retryAfter: '1' });
+    fake.enqueueFaults({ kind: 'status', status: 503, retryAfter: '1' });
     await spawn('patient', { tasks: ['t1'] });
     const backingOff = await viewWhen('patient', (v) => expect(v.state).toEqual({ callingLLM: 'backingOff' }));
     expect(contextOf(backingOff).nextAttemptAt! - fake.calls[0]!.at).toBeGreaterThanOrEqual(1_000);
     await viewWhen('patient', idleAfter(1));
     expect(fake.calls).toHaveLength(2);
+  });
+
+  test('a 429 is the provider asking to slow down, not a failed attempt: asked again after its Retry-After, inside the same attempt', async () => {
+    fake.enqueueFaults({ kind: 'status', status: 429, retryAfter: '1' }, { kind: 'status', status: 429, retryAfter: '0' });
+    await spawn('throttled', { tasks: ['t1'], webhook: sink.url });
+    await viewWhen('throttled', idleAfter(1));
+
+    expect(fake.calls).toHaveLength(3);
+    expect(fake.calls[1]!.at - fake.calls[0]!.at).toBeGreaterThanOrEqual(1_000);
+    // One attempt in the action log, which succeeded: the refusals used up none of maxAttempts.
+    expect((await actions('throttled', 'callLlm')).map(outcome)).toEqual([{ attempt: 1, ok: true }]);
+    expect(sink.deliveries).toHaveLength(1);
+  });
+
+  test('a 429 for an exhausted quota is permanent: the agent parks in failed after one call', async () => {
+    fake.setFaultPolicy(() => ({ kind: 'status', status: 429, body: { error: { message: 'You exceeded your current quota.', type: 'insufficient_quota', code: 'insufficient_quota' } } }));
+    await spawn('broke', { tasks: ['t1'] });
+    const failed = await viewWhen('broke', isFailed);
+    expect(contextOf(failed).lastError).toMatchObject({ kind: 'permanent', step: 'llm', status: 429 });
+    expect(fake.calls).toHaveLength(1);
   });
 
   test('maxAttempts 503s in a row park the agent in failed as transient, after exactly maxAttempts calls', async () => {

@@ -120,6 +120,8 @@ export interface FakeOpenAI {
   readonly requests: number;
   /** Replies queued by script() and not yet sent. */
   readonly scripted: number;
+  /** Calls being answered now (past the checks of auth and of the request), the most at once so far, and the calls refused for `capacity`. */
+  readonly load: { now: number; peak: number; refused: number };
   callsFor(userContent: string): RecordedCall[];
   enqueueFaults(...faults: Fault[]): void;
   setFaultPolicy(policy: ((call: RecordedCall, index: number) => Fault | undefined) | undefined): void;
@@ -160,6 +162,12 @@ export interface FakeOpenAIOptions {
   streams?: boolean;
   /** The content-type of a plain JSON completion (streamed or not): default `application/json`; null sends none. */
   completionContentType?: string | null;
+  /**
+   * A provider with a fixed capacity: beyond `concurrent` calls being answered at once, a call is
+   * refused at once with `429 rate_limit_exceeded` and `Retry-After: retryAfter` (default "1"),
+   * as a rate-limited API does. See `FakeOpenAI.load`.
+   */
+  capacity?: { concurrent: number; retryAfter?: string };
 }
 
 // The hold state a stream consults: `resume` is set while it is paused.
@@ -225,6 +233,8 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   const completionContentType = opts.completionContentType === undefined ? 'application/json' : opts.completionContentType;
   const timers = new Set<NodeJS.Timeout>();
   const inFlight = new Map<ServerResponse, RecordedCall>();
+  const capacity = opts.capacity;
+  const load = { now: 0, peak: 0, refused: 0 };
   // Streams a `cut` destroyed: their outcome stays 'fault', not the 'aborted' of a hang-up.
   const cutOff = new WeakSet<ServerResponse>();
   let seq = 0;
@@ -445,6 +455,18 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       return sendJson(res, 400, errorBody(400, refusal.message, refusal), headers);
     }
 
+    if (capacity && load.now >= capacity.concurrent) {
+      load.refused++;
+      call.outcome = 'fault';
+      return sendJson(res, 429, errorBody(429, 'Rate limit reached for requests. Please try again later.'), {
+        ...headers,
+        'retry-after': capacity.retryAfter ?? '1',
+      });
+    }
+    load.now++;
+    load.peak = Math.max(load.peak, load.now);
+    res.on('close', () => load.now--);
+
     const fault = policy?.(call, index) ?? queue.shift();
     const baseLatency = typeof latency === 'function' ? latency(call) : latency;
     const answerNormally = (extraMs: number) => {
@@ -521,6 +543,9 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     },
     get scripted() {
       return replies.length;
+    },
+    get load() {
+      return { ...load };
     },
     callsFor: (userContent) => calls.filter((c) => c.userContent === userContent),
     enqueueFaults: (...faults) => void queue.push(...faults),

@@ -55,3 +55,29 @@ export async function gatedCall<T>(
     return result;
   }
 }
+
+/** How the runtime reads an LLM actor's calls: a transient 429 is a refusal for rate; an answer's usage is what it spent. */
+export const LLM_CALL_READING: Pick<GatedCallOptions, 'rateLimited' | 'spent'> = {
+  rateLimited(err) {
+    const e = err as { status?: unknown; kind?: unknown; retryAfterMs?: unknown } | null;
+    // A 429 for an exhausted quota is permanent (waiting will not refill it): the chart hears of it.
+    if (e === null || typeof e !== 'object' || e.status !== 429 || e.kind === 'permanent') return undefined;
+    return { retryAfterMs: typeof e.retryAfterMs === 'number' ? e.retryAfterMs : undefined };
+  },
+  spent(result) {
+    const total = (result as { usage?: { totalTokens?: unknown } } | null)?.usage?.totalTokens;
+    return typeof total === 'number' && total > 0 ? total : undefined;
+  },
+};
+
+/**
+ * The tokens a call is charged while it runs: its input's size in characters over four (the usual
+ * rule of thumb for English text), a guess the answer's reported usage corrects.
+ */
+export function estimatedTokens(input: unknown): number {
+  try {
+    return Math.ceil((JSON.stringify(input)?.length ?? 0) / 4);
+  } catch {
+    return 0;
+  }
+}

@@ -70,6 +70,8 @@ export class LlmGate {
   private running = 0;
   private arrivals = 0;
   private readonly queue: Waiter[] = [];
+  /** The agents with calls in the queue, with how many (views ask for one agent: no scan). */
+  private readonly waitingAgents = new Map<string, number>();
   /** When the next request may start under `rpm`. */
   private nextRequestAt = 0;
   /** Tokens available under `tpm` at `tokensAt` (may be negative: a call spent more than estimated). */
@@ -112,7 +114,7 @@ export class LlmGate {
 
   /** Whether one of this agent's calls waits for capacity. */
   isWaiting(agentId: string): boolean {
-    return this.queue.some((w) => w.agentId === agentId);
+    return this.waitingAgents.has(agentId);
   }
 
   /** Resolves with a permit once the call may start; rejects with the signal's reason if it aborts first. */
@@ -134,13 +136,13 @@ export class LlmGate {
       if (signal) {
         waiter.onAbort = () => {
           const at = this.queue.indexOf(waiter);
-          if (at >= 0) this.queue.splice(at, 1);
+          if (at >= 0) this.dequeue(at);
           reject(abortReason(signal));
           this.pump();
         };
         signal.addEventListener('abort', waiter.onAbort, { once: true });
       }
-      this.queue.splice(this.placeOf(waiter), 0, waiter);
+      this.enqueue(waiter);
       this.pump();
     });
   }
@@ -153,6 +155,18 @@ export class LlmGate {
   }
 
   // --- internals --------------------------------------------------------------------------------
+
+  private enqueue(waiter: Waiter): void {
+    this.queue.splice(this.placeOf(waiter), 0, waiter);
+    this.waitingAgents.set(waiter.agentId, (this.waitingAgents.get(waiter.agentId) ?? 0) + 1);
+  }
+
+  private dequeue(at: number): void {
+    const [waiter] = this.queue.splice(at, 1);
+    const left = (this.waitingAgents.get(waiter!.agentId) ?? 1) - 1;
+    if (left > 0) this.waitingAgents.set(waiter!.agentId, left);
+    else this.waitingAgents.delete(waiter!.agentId);
+  }
 
   /** Binary search: after every waiter that started asking earlier (arrival order breaks ties). */
   private placeOf(waiter: Waiter): number {
@@ -187,7 +201,7 @@ export class LlmGate {
         wakeAt = Math.min(wakeAt, readyAt);
         break;
       }
-      this.queue.splice(i, 1);
+      this.dequeue(i);
       this.grant(waiter, now);
     }
     this.armTimer(wakeAt);

@@ -1,0 +1,75 @@
+// The runtime's LLM gate with real parts: agents on a real SQLite file, the real `openai` client,
+// and the fake OpenAI server with a fixed capacity (429 with Retry-After beyond it).
+import { afterEach, describe, expect, it } from 'vitest';
+import { createOpenAiClient } from '../../src/llm/openai-client.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
+import { startRuntime, waitForView } from '../helpers/runtime.js';
+import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
+
+let fake: FakeOpenAI | undefined;
+let runtime: Runtime | undefined;
+
+afterEach(async () => {
+  await runtime?.close();
+  await fake?.close();
+  runtime = undefined;
+  fake = undefined;
+});
+
+const AGENTS = 24;
+
+async function spawnAll(rt: Runtime): Promise<string[]> {
+  const ids = Array.from({ length: AGENTS }, (_, i) => `agent-${i}`);
+  for (const id of ids) await rt.spawn('agent', { id, input: { tasks: [`task of ${id}`] } });
+  return ids;
+}
+
+async function everyTaskDone(rt: Runtime, ids: string[]): Promise<void> {
+  for (const id of ids) await waitForView(rt, id, (v) => v.progress === 1 && v.state === 'idle', 30_000);
+}
+
+describe('the LLM gate', () => {
+  it('keeps calls in flight within its concurrency, for all agents together', async () => {
+    fake = await startFakeOpenAI({ latencyMs: 30 });
+    const llm = createOpenAiClient({ baseURL: fake.url, apiKey: 'test' });
+    ({ runtime } = await startRuntime({ llm, llmLimits: { concurrency: 3 } }));
+    const ids = await spawnAll(runtime);
+    await everyTaskDone(runtime, ids);
+    // 24 agents asking at once: the limit is reached, never passed.
+    expect(fake.load.peak).toBe(3);
+    expect(runtime.llmGate?.peakInFlight).toBe(3);
+  });
+
+  it("finishes every task against a provider that refuses calls beyond its capacity, and the 429s do not use up an agent's attempts", async () => {
+    fake = await startFakeOpenAI({ latencyMs: 40, capacity: { concurrent: 4, retryAfter: '0.2' } });
+    const llm = createOpenAiClient({ baseURL: fake.url, apiKey: 'test' });
+    // Two attempts: were the refusals counted, most agents would park in failed.
+    ({ runtime } = await startRuntime({ llm, defaults: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 50 } }));
+    const ids = await spawnAll(runtime);
+    await everyTaskDone(runtime, ids);
+    const answered = fake.calls.filter((c) => c.outcome === 'ok').length;
+    expect(answered).toBe(AGENTS);
+    expect(fake.load.peak).toBeLessThanOrEqual(4);
+    // The default gate starts at 16 in flight: the first wave is refused, then the limit halves
+    // until it fits, and the refusals stop being most of the calls.
+    expect(fake.load.refused).toBeGreaterThan(0);
+    expect(fake.load.refused).toBeLessThan(answered);
+    expect(runtime.llmGate!.limit).toBeLessThanOrEqual(8);
+  });
+
+  it("shows an agent whose call waits for capacity as waiting, not failing", async () => {
+    fake = await startFakeOpenAI();
+    const hold = fake.holdAfter(1);
+    const llm = createOpenAiClient({ baseURL: fake.url, apiKey: 'test' });
+    ({ runtime } = await startRuntime({ llm, llmLimits: { concurrency: 1 } }));
+    await runtime.spawn('agent', { id: 'first', input: { tasks: ['first task'] } });
+    await hold.reached;
+    await runtime.spawn('agent', { id: 'second', input: { tasks: ['second task'] } });
+    const waiting = await waitForView(runtime, 'second', (v) => v.waiting === 'llm_capacity');
+    expect(waiting.status).toBe('active');
+    expect((await runtime.view('first')).waiting).toBeUndefined();
+    hold.release();
+    const done = await waitForView(runtime, 'second', (v) => v.progress === 1);
+    expect(done.waiting).toBeUndefined();
+  });
+});
