@@ -16,16 +16,18 @@ import type { Store } from '../src/store/store.js';
 import { agentDefinition } from '../src/agents/reference/definition.js';
 import type { CodeTool } from '../src/agents/reference/tools.js';
 import { createRuntime } from '../src/runtime/runtime.js';
-import { tempFile, writtenBytes } from './lib.js';
+import { sized, tempFile, within, writtenBytes } from './lib.js';
 import type { BenchToolServer } from './tool-server.js';
 
-export const AGENTS = 200;
-export const TASKS = 10;
+export const AGENTS = sized(undefined, 200, 10);
+export const TASKS = sized(undefined, 10, 2);
 const TASK_TEXT = (i: number) => `Task ${i}: summarise the attached quarterly figures for the board, in three bullet points, no jargon.`;
 /** The two tools of the tool loop: the simulated LLM calls every offered tool its task names. */
 export const BENCH_TOOLS = ['lookup_figures', 'convert_currency'] as const;
 const TOOL_TASK_TEXT = (i: number) => `Task ${i}: get the quarterly figures with lookup_figures, convert them with convert_currency, summarise for the board.`;
 export const TOOL_CALLS_PER_TASK = BENCH_TOOLS.length;
+/** Minutes beyond the slowest loop seen (the tool loop, ~15 s): past it, an agent is stuck, not slow. */
+const LOOP_DEADLINE_MS = 600_000;
 
 /** `DATABASE_URL`, or the machine's PostgreSQL (as the tests use). */
 export const POSTGRES_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -78,7 +80,7 @@ export async function runAgentLoop(kind: LoopStore, synchronous: 'normal' | 'ful
   const started = performance.now();
   const cpuBefore = process.cpuUsage();
   await Promise.all(Array.from({ length: AGENTS }, (_, i) => runtime.spawn('agent', { id: `agent-${i}`, input })));
-  await allDone;
+  await within(allDone, LOOP_DEADLINE_MS, () => `${doneAgents.size} of ${AGENTS} agents finished their ${TASKS} tasks`);
   const ms = performance.now() - started;
   const cpu = process.cpuUsage(cpuBefore);
   const bytesWritten = writtenBytes() - bytesBefore;

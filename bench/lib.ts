@@ -34,3 +34,41 @@ export function report(figures: Record<string, number | string>): void {
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * `npm run bench -- --tiny` runs every workload at a size that only shows it still runs end to end
+ * and reports its figures (the runner sets `BENCH_TINY=1` for the workloads; test/bench runs it so
+ * a broken workload fails `npm test`). Tiny figures measure nothing: compare only full runs.
+ */
+export const TINY = process.env.BENCH_TINY === '1';
+
+/**
+ * A workload's size: the environment variable `name` when set (the knobs the docs name, such as
+ * `RECOVERY_AGENTS`), else `tiny` under `--tiny`, else `full`.
+ */
+export function sized(name: string | undefined, full: number, tiny: number): number {
+  const given = name === undefined ? undefined : process.env[name];
+  if (given !== undefined && given !== '') {
+    const value = Number(given);
+    if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a number ≥ 0, not ${JSON.stringify(given)}`);
+    return value;
+  }
+  return TINY ? tiny : full;
+}
+
+/**
+ * `promise`, or a rejection naming `what` once `ms` have passed. A workload that waits for
+ * something that never comes must fail saying so: with nothing else pending, Node would otherwise
+ * end the process with exit code 13 (a top-level await that never settled) and no word of why.
+ */
+export async function within<T>(promise: Promise<T>, ms: number, what: () => string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what()} after ${ms / 1000} s`)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

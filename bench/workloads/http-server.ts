@@ -10,9 +10,10 @@ import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { createRuntime } from '../../src/runtime/runtime.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { createServer } from '../../src/http/app.js';
-import { tempFile } from '../lib.js';
+import { sized, tempFile } from '../lib.js';
 
-export const AGENTS = 100;
+/** As many as `http.ts` addresses its events to. */
+const AGENTS = sized(undefined, 100, 10);
 
 /** One checkpoint per event: the full durable path (inbox commit, delivery, transition, checkpoint). */
 const counter = setup({ types: { context: {} as { pings: number }, events: {} as { type: 'ping'; n?: number } } }).createMachine({

@@ -7,10 +7,13 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
 import autocannon from 'autocannon';
-import { median, report, round } from '../lib.js';
+import { median, report, round, sized } from '../lib.js';
 
-const DURATION_S = Number(process.env.HTTP_DURATION_S ?? 5);
-const AGENTS = 100;
+const DURATION_S = sized('HTTP_DURATION_S', 5, 0.5);
+const WARM_UP_S = sized(undefined, 1, 0.2);
+const RUNS = sized(undefined, 3, 1);
+/** The agents the events go to, round robin: as many as `http-server.ts` spawns. */
+const AGENTS = sized(undefined, 100, 10);
 /** `synchronous` of the durable server's store: FULL (the shipped default) unless `HTTP_SYNCHRONOUS=normal`. */
 const SYNCHRONOUS = process.env.HTTP_SYNCHRONOUS === 'normal' ? 'normal' : 'full';
 
@@ -82,10 +85,10 @@ function assertNoFailure(mode: string, what: string, figures: Awaited<ReturnType
 const rps = { bare: [] as number[], api: [] as number[], durable: [] as number[] };
 const cpu = { bare: [] as number[], api: [] as number[], durable: [] as number[] };
 let p99 = 0;
-for (let run = 0; run < 3; run++) {
+for (let run = 0; run < RUNS; run++) {
   for (const mode of ['bare', 'api', 'durable'] as const) {
     const server = await startServer(mode);
-    const warmUp = await load(server.port, 1); // warm-up: JIT, connections, SQLite pages
+    const warmUp = await load(server.port, WARM_UP_S); // warm-up: JIT, connections, SQLite pages
     server.startCounting();
     const figures = await load(server.port);
     cpu[mode].push(await server.stop()); // stopped before any throw below: no server left behind

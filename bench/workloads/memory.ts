@@ -9,11 +9,13 @@ import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { agentDefinition } from '../../src/agents/reference/definition.js';
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
-import { report, round, sleep, tempFile } from '../lib.js';
+import { report, round, sized, sleep, tempFile, within } from '../lib.js';
 
-const LIVE = Number(process.env.MEMORY_LIVE_AGENTS ?? 10_000);
-const ON_DISK = Number(process.env.MEMORY_DISK_AGENTS ?? 100_000);
-const WORKING_SET = 1000;
+const LIVE = sized('MEMORY_LIVE_AGENTS', 10_000, 200);
+const ON_DISK = sized('MEMORY_DISK_AGENTS', 100_000, 1_000);
+const WORKING_SET = sized(undefined, 1000, 20);
+/** Far beyond the seconds the working set takes to rest again: past it, an agent is stuck awake. */
+const REST_DEADLINE_MS = 300_000;
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with node --expose-gc');
 
@@ -66,25 +68,47 @@ if (phase === 'live') {
   await runtime.spawn('agent', { id: 'template' });
   await runtime.close();
   const db = new Database(file);
-  const copyAgent = db.prepare(
-    `insert into agents (id, machine, machine_version, status, state, progress, last_seq, inbox_position, event_seq, error, created_at, updated_at, resting)
-     select ?, machine, machine_version, status, state, progress, last_seq, inbox_position, event_seq, error, created_at, updated_at, resting from agents where id = 'template'`,
-  );
-  const copyInput = db.prepare(`insert into agent_inputs (agent_id, input) select ?, input from agent_inputs where agent_id = 'template'`);
-  const copyCheckpoint = db.prepare(
-    `insert into checkpoints (agent_id, seq, machine_version, event_type, state, status, progress, snapshot, created_at)
-     select ?, seq, machine_version, event_type, state, status, progress, snapshot, created_at from checkpoints where agent_id = 'template'`,
-  );
-  db.transaction(() => {
-    for (let i = 0; i < agents; i++) (copyAgent.run(`idle-${i}`), copyInput.run(`idle-${i}`), copyCheckpoint.run(`idle-${i}`));
-  })();
+  copyAgent(db, 'template', agents);
   db.close();
 
   const passivating = await createRuntime({ store: await openSqliteStore(file), machines, passivateAfterMs: 50 });
   const stride = Math.floor(agents / WORKING_SET);
   for (let i = 0; i < WORKING_SET; i++) await passivating.send(`idle-${i * stride}`, { type: 'task.add', task: 'wake up and work' });
-  while (passivating.liveAgents > 0) await sleep(50);
+  await within(
+    (async () => {
+      while (passivating.liveAgents > 0) await sleep(50);
+    })(),
+    REST_DEADLINE_MS,
+    () => `${passivating.liveAgents} of the ${WORKING_SET} woken agents are still in memory`,
+  );
   const { rss } = await settled();
+  // Each woken agent must have done its task: one whose copy could not be restored would have left
+  // memory too (quarantined), and the figure would be that of a process that did nothing.
+  for (let i = 0; i < WORKING_SET; i++) {
+    const view = await passivating.view(`idle-${i * stride}`);
+    if (view.status !== 'active' || view.progress !== 1) {
+      throw new Error(`idle-${i * stride} did not do its task: ${JSON.stringify({ status: view.status, state: view.state, progress: view.progress })}`);
+    }
+  }
   await passivating.close();
   report({ rssMb: round(rss / 2 ** 20, 1), agentsOnDisk: agents, workingSet: WORKING_SET });
+}
+
+/**
+ * `count` copies (`idle-0`…) of agent `id` with everything of its own, straight into the file: its
+ * row, input, checkpoints and the snapshot parts they refer to. Every column is copied, whatever the
+ * schema holds (a checkpoint's `encoded` and `base_seq` say how to read its snapshot: without them a
+ * copy is unreadable), but each table's own row key.
+ */
+function copyAgent(db: Database.Database, id: string, count: number): void {
+  const copy = (table: string, idColumn: string, skip: string[] = []) => {
+    const columns = (db.pragma(`table_info(${table})`) as { name: string }[]).map((c) => c.name).filter((c) => c !== idColumn && !skip.includes(c));
+    const list = columns.join(', ');
+    return db.prepare(`insert into ${table} (${idColumn}, ${list}) select ?, ${list} from ${table} where ${idColumn} = ?`);
+  };
+  // `pos`: the agents' rowid, their creation order.
+  const statements = [copy('agents', 'id', ['pos']), copy('agent_inputs', 'agent_id'), copy('checkpoints', 'agent_id'), copy('snapshot_parts', 'agent_id')];
+  db.transaction(() => {
+    for (let i = 0; i < count; i++) for (const statement of statements) statement.run(`idle-${i}`, id);
+  })();
 }

@@ -3,12 +3,12 @@
  * (autocommit: one round trip and one commit each) of the same snapshot bytes, on the same server.
  */
 import { rawPostgresInserts, runAgentLoop } from '../agent-loop.js';
-import { median, report, round } from '../lib.js';
+import { median, report, round, sized } from '../lib.js';
 
 // Five interleaved pairs, as `throughput`: a noisy neighbour hurts both sides alike.
-const RUNS = 5;
+const RUNS = sized(undefined, 5, 1);
 /** Enough rows for a steady rate; each one waits for its own WAL flush. */
-const RAW_ROWS = 2000;
+const RAW_ROWS = sized(undefined, 2000, 20);
 const runtimeRates: number[] = [];
 const taskRates: number[] = [];
 const rawRates: number[] = [];

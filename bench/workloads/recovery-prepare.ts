@@ -15,7 +15,9 @@ const never: LlmClient = {
     return new Promise(() => {});
   },
 };
-const runtime = await createRuntime({ store: await openSqliteStore(file), machines: [agentDefinition({ llm: never })] });
+// Room in the LLM gate for every agent's call (the default lets 16 through): each one must be
+// waiting on its own call, not on a turn at the gate, when this process is killed.
+const runtime = await createRuntime({ store: await openSqliteStore(file), machines: [agentDefinition({ llm: never })], llmLimits: { concurrency: agents } });
 const input = { tasks: ['Summarise the attached quarterly figures for the board, in three bullet points.'] };
 setInterval(() => {}, 60_000); // stay alive until killed
 for (let i = 0; i < agents; i += 500) {

@@ -44,15 +44,15 @@ import { createServer } from '../../src/http/app.js';
 import { createOpenAiClient } from '../../src/llm/openai-client.js';
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { median, report, round, tempFile } from '../lib.js';
+import { median, report, round, sized, tempFile } from '../lib.js';
 import { clock, readToken, startStreamLlm, streamTask, type StreamLlm } from '../stream-llm.js';
 
-const STREAMS = 100;
-const TOKENS = Number(process.env.STREAM_TOKENS ?? 300);
-const EVERY_MS = Number(process.env.STREAM_EVERY_MS ?? 20);
-const ROUNDS = Number(process.env.STREAM_ROUNDS ?? 2);
-const WARMUP_TOKENS = 100;
-const FLOOD_TOKENS = Number(process.env.STREAM_FLOOD_TOKENS ?? 1_500);
+const STREAMS = sized(undefined, 100, 4);
+const TOKENS = sized('STREAM_TOKENS', 300, 20);
+const EVERY_MS = sized('STREAM_EVERY_MS', 20, 5);
+const ROUNDS = sized('STREAM_ROUNDS', 2, 1);
+const WARMUP_TOKENS = sized(undefined, 100, 10);
+const FLOOD_TOKENS = sized('STREAM_FLOOD_TOKENS', 1_500, 100);
 const PROFILE_DIR = process.env.STREAM_PROFILE;
 
 type Side = 'direct' | 'bare' | 'runtime';
@@ -388,7 +388,13 @@ async function main(): Promise<void> {
   const llm = await startStreamLlm();
   const clients = startClients();
   const store = await openSqliteStore(tempFile());
-  const runtime = await createRuntime({ store, machines: [agentDefinition({ llm: createOpenAiClient({ baseURL: llm.baseURL }) })] });
+  // Every stream's call at once, as the direct clients make them: the LLM gate's default (16 in
+  // flight) would run the runtime's streams a few at a time and compare something else.
+  const runtime = await createRuntime({
+    store,
+    machines: [agentDefinition({ llm: createOpenAiClient({ baseURL: llm.baseURL }) })],
+    llmLimits: { concurrency: STREAMS },
+  });
   const shutdown = new AbortController();
   // Every open stream listens for the shutdown on this one signal (more than Node's default 10).
   setMaxListeners(4 * STREAMS, shutdown.signal);

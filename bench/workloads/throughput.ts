@@ -1,10 +1,12 @@
 /** `throughput` (synchronous=NORMAL) or `durable` (synchronous=FULL): runtime vs raw single-row INSERTs. */
 import { rawInserts, runAgentLoop } from '../agent-loop.js';
-import { median, report, round } from '../lib.js';
+import { median, report, round, sized } from '../lib.js';
 
 const synchronous = process.argv[2] === 'full' ? 'full' : 'normal';
 // Five interleaved pairs: the medians hold up better than three against a neighbour who comes and goes.
-const RUNS = 5;
+const RUNS = sized(undefined, 5, 1);
+/** Raw rows at FULL: enough for a steady rate, each one waiting for its own fsync. */
+const FULL_RAW_ROWS = sized(undefined, 2000, 20);
 const runtimeRates: number[] = [];
 const taskRates: number[] = [];
 const rawRates: number[] = [];
@@ -19,7 +21,7 @@ for (let run = 0; run < RUNS; run++) {
   taskRates.push((loop.tasks / loop.ms) * 1000);
   bytes.push(loop.bytesWritten / loop.checkpoints);
   runtimeCpu.push(loop.cpuUs / loop.checkpoints);
-  const raw = rawInserts(loop.snapshots, synchronous === 'full' ? 2000 : loop.checkpoints, synchronous);
+  const raw = rawInserts(loop.snapshots, synchronous === 'full' ? FULL_RAW_ROWS : loop.checkpoints, synchronous);
   rawRates.push(raw.perSec);
   rawCpu.push(raw.cpuUsPerRow);
 }

@@ -8,12 +8,12 @@
 import { z } from 'zod';
 import { tool } from '../../src/agents/reference/tools.js';
 import { AGENTS, BENCH_TOOLS, runAgentLoop, TASKS, TOOL_CALLS_PER_TASK, type LoopResult } from '../agent-loop.js';
-import { median, report, round } from '../lib.js';
+import { median, report, round, sized } from '../lib.js';
 import { startBenchToolServer, type ToolServerPlace } from '../tool-server.js';
 
 const place: ToolServerPlace = process.argv[2] === 'in-process' ? 'in-process' : 'child';
 const withCodeTools = process.argv[3] === 'code';
-const RUNS = 5;
+const RUNS = sized(undefined, 5, 1);
 const server = await startBenchToolServer(place);
 // The same names and an answer of the tool server's shape, from code.
 let codeCalls = 0;
