@@ -129,11 +129,40 @@ export class FencedError extends AgentsError {
   }
 }
 
-/** The store could not be opened (its database cannot be reached, refused the login…): said as a sentence at start. */
+/**
+ * Why the store takes no writes now: its disk is full, its file is read-only or gone (deleted or
+ * replaced under the process), the disk reports I/O errors, or the database cannot be reached.
+ */
+export type StoreUnavailableReason = 'disk_full' | 'read_only' | 'io_error' | 'file_gone' | 'database_unreachable';
+
+/**
+ * The store cannot take writes now, or could not be opened (said as a sentence at start: `new
+ * StoreUnavailableError(location, cause)`). Not a bug and not the caller's fault: over HTTP a 503
+ * with `Retry-After`, and the runtime holds its agents' writes and retries them
+ * (runtime/committer.ts). `retryAfterMs`: when to try again, once the runtime knows its backoff.
+ */
 export class StoreUnavailableError extends AgentsError {
   readonly code = 'store_unavailable';
-  constructor(location: string, cause: unknown) {
-    super(`Cannot open the store at ${location}: ${cause instanceof Error ? cause.message : String(cause)}.`, { cause });
+  readonly reason: StoreUnavailableReason;
+  readonly retryAfterMs: number | undefined;
+  constructor(
+    location: string,
+    cause: unknown,
+    more: { reason?: StoreUnavailableReason; message?: string; retryAfterMs?: number } = {},
+  ) {
+    super(more.message ?? `Cannot open the store at ${location}: ${cause instanceof Error ? cause.message : String(cause)}.`, { cause });
+    this.reason = more.reason ?? 'database_unreachable';
+    this.retryAfterMs = more.retryAfterMs;
+  }
+
+  /** A store that was open and now takes no writes, for `reason`. */
+  static because(reason: StoreUnavailableReason, message: string, cause?: unknown): StoreUnavailableError {
+    return new StoreUnavailableError('', cause, { reason, message });
+  }
+
+  /** The same failure, saying when to try again. */
+  retryingIn(ms: number): StoreUnavailableError {
+    return new StoreUnavailableError('', this.cause, { reason: this.reason, message: this.message, retryAfterMs: ms });
   }
 }
 

@@ -25,7 +25,7 @@ import { registerStreamRoutes } from './routes/stream.js';
 export interface ServerOptions {
   runtime: Runtime;
   /**
-   * When set, every route but /healthz and the dashboard's login, logout and script needs
+   * When set, every route but /healthz, /readyz and the dashboard's login, logout and script needs
    * `Authorization: Bearer <token>` (or, from a browser, the token in the login cookie).
    */
   token?: string | undefined;
@@ -81,11 +81,11 @@ export function createServer({
 }
 
 /** The paths `bearerAuth` always leaves open (it compares them with whole request paths). */
-const OPEN_PATHS = ['/healthz'];
+const OPEN_PATHS = ['/healthz', '/readyz'];
 
 /**
  * `bearerAuth`, wherever the app is mounted: the request path it compares with its open paths
- * (/healthz, the login page, …) starts with the mount's prefix (`app.route('/agents-api', app)`), so
+ * (/healthz, /readyz, the login page, …) starts with the mount's prefix (`app.route('/agents-api', app)`), so
  * they are prefixed with it, read per request (a few prefixes kept).
  */
 function mountedAuth(token: string, options: BearerAuthOptions): MiddlewareHandler {

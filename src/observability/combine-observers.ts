@@ -9,6 +9,9 @@ const EVERY_CALLBACK: Record<Callback, true> = {
   agentFailed: true,
   ownershipChanged: true,
   pruned: true,
+  storeAvailability: true,
+  writesHeld: true,
+  heldWritesRetried: true,
 };
 const CALLBACKS = Object.keys(EVERY_CALLBACK) as Callback[];
 

@@ -27,6 +27,8 @@ export interface ObservedRuntime {
   storeBytes(): Promise<number>;
   /** Open `GET /agents/:id/stream` clients, and the characters of LLM text kept for them. */
   streams(): { clients: number; heldChars: number };
+  /** Whether the store takes writes, and the agents' writes held meanwhile (absent: the gauges stay unset). */
+  storeReadiness?(): { ready: boolean; heldWrites: number };
 }
 
 /**
@@ -111,8 +113,24 @@ export function createMetrics(options: RuntimeMetricsOptions = {}): Metrics {
         help: 'Characters of streamed LLM text this process keeps for its streams (bounded: docs/http-api.md)',
         registers: [registry],
       });
+      const storeReady = new Gauge({
+        name: 'durable_agents_store_ready',
+        help: 'Whether the store takes writes (1) or not (0: disk full, file read-only or gone, database out of reach; GET /readyz says why)',
+        registers: [registry],
+      });
+      const heldWrites = new Gauge({
+        name: 'durable_agents_held_writes',
+        help: "Agents' writes held in memory while the store takes none, committed once it does",
+        registers: [registry],
+      });
       const seenStates = new Set<string>();
       refresh = async () => {
+        // First, and from memory: the scrape's store reads below fail while the store is unreachable.
+        const readiness = runtime.storeReadiness?.();
+        if (readiness) {
+          storeReady.set(readiness.ready ? 1 : 0);
+          heldWrites.set(readiness.heldWrites);
+        }
         const [stats, bytes] = await Promise.all([runtime.stats(), runtime.storeBytes()]);
         for (const status of AGENT_STATUSES) agents.set({ status }, stats.agentsByStatus[status] ?? 0);
         live.set(stats.live);

@@ -113,6 +113,19 @@ export function createRuntimeMetrics(registry: Registry, { effects }: RuntimeMet
     registers,
   });
 
+  const held = new Counter({
+    name: 'durable_agents_held_writes_total',
+    help: "Agents' writes held after a commit the store could not take (disk full, file read-only or gone, database out of reach); each failed retry counts them again",
+    registers,
+  });
+  const heldRetries = new Counter({
+    name: 'durable_agents_held_write_retries_total',
+    help: 'Retries of held writes, by outcome: committed (the store takes writes again) or unavailable (backing off further)',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  for (const outcome of ['committed', 'unavailable'] as const) heldRetries.inc({ outcome }, 0);
+
   const pruned = new Counter({
     name: 'durable_agents_pruned_rows_total',
     help: 'Rows the retention policy deleted: checkpoints, action-log rows, consumed inbox events, snapshot parts, and ended agents',
@@ -179,6 +192,12 @@ export function createRuntimeMetrics(registry: Registry, { effects }: RuntimeMet
     },
     ownershipChanged({ change, agents }) {
       ownership.inc({ change }, agents);
+    },
+    writesHeld({ writes }) {
+      held.inc(writes);
+    },
+    heldWritesRetried({ outcome }) {
+      heldRetries.inc({ outcome });
     },
     pruned(totals) {
       for (const what of PRUNED) if (totals[what] > 0) pruned.inc({ what }, totals[what]);

@@ -1,10 +1,10 @@
 import type { LlmGate } from '../llm/flow/llm-gate.js';
 import type { InspectionEvent } from 'xstate';
-import { CorruptStateError, FencedError, NotFoundError, serializeError, type SerializedError } from '../core/errors.js';
+import { CorruptStateError, FencedError, NotFoundError, serializeError, StoreUnavailableError, type SerializedError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { RestorableAgent, RestorableCheckpoint, Store, Write } from '../store/store.js';
 import { AgentHost, type CommittedCheckpoint, type HostOwner } from './agent-host.js';
-import type { GroupCommitter } from './committer.js';
+import type { GroupCommitter, WriteOrigin } from './committer.js';
 import type { Observe } from './observer.js';
 import type { RegisteredMachine } from './registered-machine.js';
 import { readSnapshot } from './restore.js';
@@ -154,6 +154,8 @@ export class LiveAgents implements HostOwner {
   unload(host: AgentHost): void {
     host.stop();
     this.forget(host);
+    // Its writes held while the store takes none go with it: its next run starts from what is committed.
+    this.options.committer.discard(host.agentId);
   }
 
   /** Unloads every live agent (closing, or the lease ran out). */
@@ -171,15 +173,22 @@ export class LiveAgents implements HostOwner {
    * Writes a status outside any transition (stopped, error) and shows it to the agent's watchers. A
    * child's parent is told in the same batch (both enqueued in one turn: one transaction).
    */
-  async writeStatus(agentId: string, status: 'stopped' | 'error', error: SerializedError | null, parent?: string): Promise<void> {
+  async writeStatus(
+    agentId: string,
+    status: 'stopped' | 'error',
+    error: SerializedError | null,
+    parent?: string,
+    /** `request` (a stop): fails at once while the store takes no writes; `agent` (a crash recorded): held until it does. */
+    origin: WriteOrigin = 'request',
+  ): Promise<void> {
     const at = new Date().toISOString();
-    const written = this.options.committer.enqueue({ kind: 'status', agentId, status, error, at });
+    const written = this.options.committer.enqueue({ kind: 'status', agentId, status, error, at }, origin);
     if (parent !== undefined) {
       const failure = failedReport(
         agentId,
         status === 'stopped' ? { name: 'Stopped', code: 'stopped', message: 'The child agent was stopped.' } : { name: error?.name ?? 'Error', message: error?.message ?? 'The child agent failed.' },
       );
-      const told = this.options.committer.enqueue({ kind: 'event', agentId: parent, event: failure, idempotencyKey: childEventKey.ended(agentId), at });
+      const told = this.options.committer.enqueue({ kind: 'event', agentId: parent, event: failure, idempotencyKey: childEventKey.ended(agentId), at }, origin);
       // A parent that has ended (or was stopped with it) takes no event: nothing to tell.
       void told.then(() => this.deliverInbox(parent), () => undefined);
     }
@@ -205,7 +214,8 @@ export class LiveAgents implements HostOwner {
   // --- HostOwner --------------------------------------------------------------------------------
 
   commit(write: Write): Promise<unknown> {
-    return this.options.committer.enqueue(write);
+    // An agent's own writes: held while the store takes none, so the agent keeps what it has.
+    return this.options.committer.enqueue(write, 'agent');
   }
 
   streamTokens(agentId: string, key: CallKey, resumed: boolean): TokenWriter {
@@ -228,8 +238,9 @@ export class LiveAgents implements HostOwner {
     }
   }
 
-  async sendEvent(agentId: string, event: InboxEvent, idempotencyKey: string): Promise<unknown> {
-    const result = (await this.options.committer.enqueue({ kind: 'event', agentId, event, idempotencyKey, at: new Date().toISOString() })) as AppendResult;
+  /** `origin`: an agent's report (held while the store takes no writes), or a caller's (`runtime.report`: fails at once). */
+  async sendEvent(agentId: string, event: InboxEvent, idempotencyKey: string, origin: WriteOrigin = 'agent'): Promise<unknown> {
+    const result = (await this.options.committer.enqueue({ kind: 'event', agentId, event, idempotencyKey, at: new Date().toISOString() }, origin)) as AppendResult;
     // Not awaited, nor its failure the sender's: the event is committed, and recovery or the agent's next event delivers it.
     if (!result.duplicate) {
       this.handOver(agentId, result.seq, event, idempotencyKey).catch((err: unknown) =>
@@ -303,9 +314,18 @@ export class LiveAgents implements HostOwner {
     this.options.observe('agentFailed', { agentId: host.agentId, reason, error: serializeError(err) });
     if (reason === 'actor') {
       this.log.error({ agentId: host.agentId, err }, 'agent crashed inside its statechart; marked error');
-      void this.writeStatus(host.agentId, 'error', serializeError(err), host.parent).catch((e: unknown) =>
+      void this.writeStatus(host.agentId, 'error', serializeError(err), host.parent, 'agent').catch((e: unknown) =>
         this.log.error({ agentId: host.agentId, err: e }, 'could not record the agent error'),
       );
+      return;
+    }
+    if (err instanceof StoreUnavailableError) {
+      // Agents' writes are held while the store takes none, so this is rare (one let go meanwhile):
+      // reloading now would only ask its LLM again into a store that refuses the answer. Once it is back.
+      this.log.warn({ agentId: host.agentId, reason: err.reason }, 'checkpoint not committed: the store takes no writes; the agent reloads once it does');
+      void this.options.committer.health.whenReady().then(() => {
+        if (!this.closing) void this.reload(host.agentId);
+      });
       return;
     }
     this.log.error({ agentId: host.agentId, err }, 'checkpoint commit failed; reloading the agent from its last checkpoint');

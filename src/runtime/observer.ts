@@ -1,4 +1,4 @@
-import type { SerializedError } from '../core/errors.js';
+import type { SerializedError, StoreUnavailableReason } from '../core/errors.js';
 import type { ActorDeclaration } from '../durable/definition.js';
 import type { ActionWrite } from '../store/store.js';
 
@@ -32,6 +32,12 @@ export interface RuntimeObserver {
    * lease ran out).
    */
   ownershipChanged?(event: { change: OwnershipChange; agents: number }): void;
+  /** The store stopped taking writes (disk full, file read-only or gone, database out of reach), or takes them again. */
+  storeAvailability?(event: { ready: boolean; reason?: StoreUnavailableReason }): void;
+  /** Agent writes held after a commit the store could not take (each failed retry counts them again). */
+  writesHeld?(event: { writes: number }): void;
+  /** A retry of held writes ended: all committed, or the store still takes none. */
+  heldWritesRetried?(event: { outcome: 'committed' | 'unavailable' }): void;
   /** A retention run deleted rows (checkpoints, action-log rows, parts) or ended agents. */
   pruned?(event: { checkpoints: number; actions: number; events: number; parts: number; agents: number }): void;
 }

@@ -13,6 +13,7 @@ import type {
   ActionRecord, AgentQuery, AgentRecord, CheckpointRecord, CheckpointSummary, HistoryOptions, InboxEvent, Page, Store,
 } from '../store/store.js';
 import { GroupCommitter } from './committer.js';
+import { StoreHealth, StoreProbe, type StoreReadiness, type StoreRetryOptions } from './store-health.js';
 import { assertValidId, generateId } from '../core/ids.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import { LiveAgents } from './live-agents.js';
@@ -63,6 +64,12 @@ export interface RuntimeOptions {
   retention?: RetentionPolicy;
   /** XState's `inspect` option for every agent actor, e.g. a Stately inspector's (see observability/inspector.ts). */
   inspect?: (event: InspectionEvent) => void;
+  /**
+   * How held writes are retried while the store takes none (disk full, file gone, database out of
+   * reach): exponential backoff with jitter from `baseDelayMs` (default 250) up to `maxDelayMs`
+   * (default 8,000); `seed` pins the jitter (tests). See docs/guarantees.md.
+   */
+  storeRetry?: StoreRetryOptions;
   /**
    * Serve what is stored and run nothing: no recovery, no lease, no wakeups, no pruning; views,
    * lists, history and streams read the store, and spawn, send, stop, fork and report throw a
@@ -144,6 +151,8 @@ export class Runtime {
   private openFeeds = 0;
   private readonly wakeups: Wakeups | undefined;
   private readonly pruner: Pruner | undefined;
+  /** Checks about every second that the store still takes writes (store-health.ts). */
+  private readonly storeProbe: StoreProbe;
   /** Runs nothing and takes no command (`RuntimeOptions.readOnly`). */
   readonly readOnly: boolean;
   /** The gate in front of the LLM for every agent here (none with `llmLimits: false`). */
@@ -163,8 +172,18 @@ export class Runtime {
     for (const m of this.machines.values()) for (const w of m.lintWarnings) this.log.warn({ machine: m.name, path: w.path, code: w.code }, w.message);
     const limits = options.llmLimits ?? {};
     this.llmGate = limits === false ? undefined : new LlmGate({ ...limits, concurrency: limits.concurrency ?? DEFAULT_LLM_CONCURRENCY });
-    this.committer = new GroupCommitter(store);
+    const health = new StoreHealth(this.log, options.storeRetry);
+    health.onChange = () => {
+      const readiness = health.readiness();
+      this.observe('storeAvailability', readiness.ready ? { ready: true } : { ready: false, reason: readiness.reason });
+    };
+    this.committer = new GroupCommitter(store, health);
     this.committer.onBatch = (size, ms) => this.observe('batchCommitted', { size, ms });
+    this.committer.onHeld = (writes) => this.observe('writesHeld', { writes });
+    this.committer.onRetry = (outcome) => this.observe('heldWritesRetried', { outcome });
+    this.storeProbe = new StoreProbe(store, health, () => this.committer.holding, this.log);
+    // Not for a store opened read-only: it says so itself (storeReadiness).
+    if (!this.readOnly) void this.storeProbe.start();
     this.watchers = new Watchers(store, this.log);
     this.tokens = new TokenStreams(this.log, store.leases?.relay, options.tokenLimits);
     this.skipResting = options.passivateAfterMs !== undefined;
@@ -220,23 +239,28 @@ export class Runtime {
   /** Creates an agent; the same id again with the same machine returns the existing one. */
   async spawn(machineName: string, options: { id?: string; input?: unknown } = {}): Promise<{ view: AgentView; created: boolean }> {
     this.assertWritable('spawn an agent');
+    this.committer.assertAccepting();
     const machine = this.machine(machineName);
     const id = options.id ?? generateId();
     assertValidId(id);
     const input = validateInput(machine, options.input ?? {});
-    const { agent, created } = await this.store.createAgent({
-      id,
-      machine: machine.name,
-      machineVersion: machine.version,
-      input,
-      createdAt: new Date().toISOString(),
-    });
+    const { agent, created } = await this.store
+      .createAgent({
+        id,
+        machine: machine.name,
+        machineVersion: machine.version,
+        input,
+        createdAt: new Date().toISOString(),
+      })
+      .catch((err: unknown) => this.committer.requestFailed(err));
     if (agent.machine !== machine.name) {
       throw new ConflictError(`Agent "${id}" already exists with machine "${agent.machine}".`);
     }
     if (created) {
       const host = await this.live.activate({ ...agent, input }, undefined);
-      await host?.settled();
+      // Its row is committed, so it is acknowledged: a first checkpoint held while the store takes
+      // no writes commits later (or, after a crash, the agent starts afresh from its row).
+      if (host) await Promise.race([host.settled(), this.committer.whenHolding()]);
     }
     return { view: created ? await this.ownView(id) : await this.view(id), created };
   }
@@ -272,7 +296,7 @@ export class Runtime {
    */
   async report(parentId: string, report: ChildEvent): Promise<{ seq: number; duplicate: boolean }> {
     this.assertWritable('report to an agent');
-    return (await this.live.sendEvent(parentId, report, reportKey(report))) as { seq: number; duplicate: boolean };
+    return (await this.live.sendEvent(parentId, report, reportKey(report), 'request')) as { seq: number; duplicate: boolean };
   }
 
   /**
@@ -282,6 +306,8 @@ export class Runtime {
    */
   async stop(agentId: string): Promise<void> {
     this.assertWritable('stop an agent');
+    // Before letting go of it here: a stop the store cannot record would leave it running nowhere.
+    this.committer.assertAccepting();
     const agent = await this.agentOrThrow(agentId);
     this.unloadHere(agentId);
     if (agent.status === 'active') await this.live.writeStatus(agentId, 'stopped', null, agent.parent ?? undefined);
@@ -314,20 +340,23 @@ export class Runtime {
   /** A new agent restored from one checkpoint of another, started. */
   async fork(agentId: string, seq: number, newId: string = generateId()): Promise<AgentView> {
     this.assertWritable('fork an agent');
+    this.committer.assertAccepting();
     assertValidId(newId);
     const source = await this.agentOrThrow(agentId);
     const checkpoint = await this.store.getCheckpoint(agentId, seq);
     if (!checkpoint) throw this.missingCheckpoint(source, seq);
     if (checkpoint.unreadable !== undefined) throw new CorruptStateError(agentId, `checkpoint ${seq} cannot be read: ${checkpoint.unreadable}.`);
     const { unreadable: _unreadable, ...whole } = checkpoint;
-    const { agent, created } = await this.store.createAgent({
-      id: newId,
-      machine: source.machine,
-      machineVersion: checkpoint.machineVersion,
-      input: await this.store.getInput(agentId),
-      createdAt: new Date().toISOString(),
-      snapshot: { ...whole, status: checkpoint.status === 'done' ? 'done' : 'active' },
-    });
+    const { agent, created } = await this.store
+      .createAgent({
+        id: newId,
+        machine: source.machine,
+        machineVersion: checkpoint.machineVersion,
+        input: await this.store.getInput(agentId),
+        createdAt: new Date().toISOString(),
+        snapshot: { ...whole, status: checkpoint.status === 'done' ? 'done' : 'active' },
+      })
+      .catch((err: unknown) => this.committer.requestFailed(err));
     if (!created) throw new ConflictError(`An agent with id "${newId}" already exists.`);
     if (agent.status === 'active') await this.live.activate(agent, { ...checkpoint, agentId: newId, seq: 1 });
     return this.ownView(newId); // a new agent: no children
@@ -573,9 +602,12 @@ export class Runtime {
     await this.pruner?.stop();
     await this.wakeups?.stop();
     await this.leaseKeeper?.stop();
+    await this.storeProbe.stop();
     this.live.close();
     this.llmGate?.close();
     this.tokens.close();
+    // Writes still held (the store takes none) are given up: their agents restore from what is committed.
+    this.committer.close();
     await this.committer.drain();
     // Committed what it had: its agents may go to another process at once, without waiting for the lease.
     await this.leaseKeeper?.resign().catch((err: unknown) => this.log.warn({ err }, 'could not end the lease; it will run out'));
@@ -594,6 +626,18 @@ export class Runtime {
   private assertWritable(operation: string): void {
     this.assertOpen(operation);
     if (this.readOnly) throw new ReadOnlyStoreError(operation);
+  }
+
+  /**
+   * Whether the store takes writes (`GET /readyz`): ready, or why not and when to try again, with
+   * the agents' writes held meanwhile. A store opened read-only is never ready to take writes.
+   */
+  storeReadiness(): StoreReadiness & { heldWrites: number } {
+    const heldWrites = this.committer.heldWrites;
+    if (this.readOnly) {
+      return { ready: false, reason: 'read_only', message: 'This process opened the store read-only.', since: '', attempts: 0, retryAfterSeconds: 60, heldWrites };
+    }
+    return { ...this.committer.health.readiness(), heldWrites };
   }
 
   /** Observers are called on the agents' path: one that throws is logged and ignored. */

@@ -358,8 +358,18 @@ export interface Store extends AgentRows, Inbox, WriteBatch, History, Recovery, 
    * events and stops are taken from any process.
    */
   readonly leases?: Ownership;
+  /**
+   * Whether the store can take writes now, without writing anything: resolves, or throws a
+   * `StoreUnavailableError` saying why not (store/unavailable.ts). `quick` runs about every second
+   * while the store is healthy (SQLite: the file is still the one opened); `write` while it is
+   * known unavailable and no held write is there to retry (SQLite: a write tried and undone, the
+   * disk's free space; Postgres: the database answers and takes writes). Absent: no probe (memory).
+   */
+  probe?(depth: StoreProbeDepth): Promise<void>;
   close(): Promise<void>;
 }
+
+export type StoreProbeDepth = 'quick' | 'write';
 
 /**
  * Who runs which agent, on a store that many processes share. A process holds a lease that it

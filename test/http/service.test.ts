@@ -64,6 +64,7 @@ describe('GET /openapi.json', () => {
     expect(routes.sort()).toEqual(
       [
         'GET /healthz',
+        'GET /readyz',
         'GET /machines',
         'GET /machines/{name}',
         'GET /machines/{name}/stately',
@@ -86,6 +87,7 @@ describe('GET /openapi.json', () => {
     const limit = body.paths['/agents'].get.parameters.find((p: { name: string }) => p.name === 'limit');
     expect(limit.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 1000 });
     expect(body.paths['/healthz'].get.security).toEqual([]);
+    expect(body.paths['/readyz'].get.security).toEqual([]);
     // Checked by declared-headers.ts rather than zod-openapi's validator, still documented.
     const key = body.paths['/agents/{id}/events'].post.parameters.find((p: { name: string }) => p.name === 'Idempotency-Key');
     expect(key).toMatchObject({ in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 } });

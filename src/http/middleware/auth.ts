@@ -3,19 +3,19 @@ import type { MiddlewareHandler } from 'hono';
 import { getCookie } from 'hono/cookie';
 import { unauthorized } from '../errors.js';
 
-const PUBLIC_PATHS = ['/healthz'];
+const PUBLIC_PATHS = ['/healthz', '/readyz'];
 
 export interface BearerAuthOptions {
   /** Also take the token from this cookie when no Authorization header is sent (the dashboard's login sets it). */
   cookie?: string;
-  /** Paths open without a token besides /healthz (the login page). */
+  /** Paths open without a token besides /healthz and /readyz (the login page). */
   publicPaths?: readonly string[];
   /** A browser asking for a page (GET, `Accept: text/html`) without a valid token is sent here, with `?next=`. */
   loginPath?: string;
 }
 
 /**
- * `Authorization: Bearer <token>` on every route but /healthz and `publicPaths` (or, for a browser,
+ * `Authorization: Bearer <token>` on every route but /healthz, /readyz and `publicPaths` (or, for a browser,
  * the token in the login cookie). Both sides are hashed first so the comparison takes the same time whatever the
  * length or content of what was sent.
  */

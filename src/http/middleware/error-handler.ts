@@ -1,7 +1,8 @@
 import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { AgentsError } from '../../core/errors.js';
+import { AgentsError, StoreUnavailableError } from '../../core/errors.js';
+import { asStoreUnavailable } from '../../store/unavailable.js';
 import type { Logger } from '../../core/logger.js';
 import type { AppEnv } from '../env.js';
 import { HttpError, routeNotFound } from '../errors.js';
@@ -50,6 +51,9 @@ export function createErrorHandler(fallbackLog: Logger): ErrorHandler<AppEnv> {
   return function onError(err, c) {
     const log = requestLog(c, fallbackLog);
     if (err instanceof HttpError) return c.json(body(err.code, err.message), err.status, err.headers);
+    // Ours, or a driver's error from a read the store failed the same way (SQLite, Postgres): a 503, never a 500.
+    const unavailable = err instanceof AgentsError ? (err instanceof StoreUnavailableError ? err : undefined) : asStoreUnavailable(err, { errno: false });
+    if (unavailable) return storeUnavailable(c, unavailable);
     if (err instanceof AgentsError) {
       const status = STATUS_BY_CODE[err.code];
       if (status !== undefined) {
@@ -64,6 +68,25 @@ export function createErrorHandler(fallbackLog: Logger): ErrorHandler<AppEnv> {
     return c.json(INTERNAL, 500);
   };
 }
+
+/**
+ * `503 {"error":{"code":"store_unavailable","message","reason"}}` with `Retry-After` (seconds, the
+ * runtime's backoff; 1 when it has none). The message is the reason's, not the store's own (which
+ * names files and hosts): those go to the log, once, from the runtime.
+ */
+function storeUnavailable(c: Context<AppEnv>, err: StoreUnavailableError) {
+  const seconds = Math.max(1, Math.ceil((err.retryAfterMs ?? 1000) / 1000));
+  const message = `The store takes no writes now (${STORE_REASONS[err.reason]}); nothing of this request was stored. Try again in ${seconds} s.`;
+  return c.json({ error: { code: err.code, message, reason: err.reason } }, 503, { 'Retry-After': String(seconds) });
+}
+
+const STORE_REASONS: Record<StoreUnavailableError['reason'], string> = {
+  disk_full: 'its disk is full',
+  read_only: 'its file or database is read-only',
+  io_error: 'its disk reports I/O errors',
+  file_gone: 'its database file was deleted or replaced',
+  database_unreachable: 'its database cannot be reached',
+};
 
 export const onNotFound: NotFoundHandler = (c) => {
   const err = routeNotFound(c.req.method, c.req.path);

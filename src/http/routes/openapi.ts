@@ -31,6 +31,7 @@ const ERROR_TEXT = {
   413: 'Body over the limit (`payload_too_large`)',
   415: 'Body not sent as application/json (`unsupported_media_type`)',
   422: 'Event not valid for the machine (`invalid_event`)',
+  503: 'The store takes no writes now (`store_unavailable`, with `reason` and `Retry-After`: disk full, file read-only or gone, database out of reach), or the server is shutting down (`runtime_closed`)',
 } as const;
 
 type ErrorStatus = keyof typeof ERROR_TEXT;
@@ -38,11 +39,14 @@ type ErrorStatus = keyof typeof ERROR_TEXT;
 /** What a route that takes a JSON body may answer besides its own errors. */
 export const BODY_ERRORS = [400, 413, 415] as const;
 
-/** The error responses of a route: 401 always (with --token every route but /healthz needs one), plus `statuses`. */
+/**
+ * The error responses of a route: 401 always (with --token every route but /healthz needs one), 503
+ * always (any route may meet a store that takes no writes, or a server shutting down), plus `statuses`.
+ */
 export function errorResponses<S extends ErrorStatus>(...statuses: S[]) {
   return Object.fromEntries(
-    [401, ...statuses].map((s) => [s, { description: ERROR_TEXT[s as ErrorStatus], content: { 'application/json': { schema: ErrorSchema } } }]),
-  ) as { [K in S | 401]: { description: string; content: { 'application/json': { schema: typeof ErrorSchema } } } };
+    [401, 503, ...statuses].map((s) => [s, { description: ERROR_TEXT[s as ErrorStatus], content: { 'application/json': { schema: ErrorSchema } } }]),
+  ) as { [K in S | 401 | 503]: { description: string; content: { 'application/json': { schema: typeof ErrorSchema } } } };
 }
 
 export const jsonResponse = <T extends z.ZodType>(schema: T, description: string) => ({

@@ -28,6 +28,8 @@ export const ErrorSchema = z
     error: z.object({
       code: z.string().openapi({ example: 'not_found' }),
       message: z.string().openapi({ example: 'No agent with id "agent-1".' }),
+      /** `store_unavailable` only: why the store takes no writes. */
+      reason: z.enum(['disk_full', 'read_only', 'io_error', 'file_gone', 'database_unreachable']).optional(),
     }),
   })
   .openapi('Error');

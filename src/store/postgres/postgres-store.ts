@@ -17,6 +17,7 @@ import type {
   RestorableAgent,
   RetentionRule,
   Store,
+  StoreProbeDepth,
   StoreStats,
   Write,
   WriteResult,
@@ -52,6 +53,7 @@ import { historyQuery } from '../sql/history.js';
 import { RESTORABLE, WORKING } from '../sql/restorable.js';
 import { WriteConnection } from './write-connection.js';
 import { CommitQueue } from './commit-queue.js';
+import { rethrowClassified } from '../unavailable.js';
 
 export interface PostgresStoreOptions {
   /** The schema to work in, created when missing. Default: the connection's own (normally `public`). */
@@ -125,7 +127,8 @@ export class PostgresStore implements Store {
   private closing: Promise<void> | undefined;
   private readonly commits = new CommitQueue((writes) => {
     const context = { processId: this.leases.processId, channel: this.listener.channel };
-    return this.writer.transaction((client) => applyWrites(client, writes, context));
+    // Classified here, before the queue sees it: a commit the database is out of reach for fails the calls queued behind it too.
+    return this.writer.transaction((client) => applyWrites(client, writes, context)).catch(rethrowClassified);
   });
 
   constructor(
@@ -170,7 +173,7 @@ export class PostgresStore implements Store {
        }
        select * from created`,
       values,
-    );
+    ).catch(rethrowClassified);
     if (created) return { agent: toAgent(created), created: true };
     // The row that was there (or committed first): a statement of its own sees it, and none deletes agents.
     return { agent: (await this.getAgent(agent.id))!, created: false };
@@ -259,6 +262,12 @@ export class PostgresStore implements Store {
 
   async sizeBytes(): Promise<number> {
     return sizeBytes(this.pool);
+  }
+
+  /** The database answers, and is not a standby (which answers but takes no writes). */
+  async probe(_depth: StoreProbeDepth): Promise<void> {
+    const { rows: [row] } = await this.pool.query<{ standby: boolean }>('select pg_is_in_recovery() as standby').catch(rethrowClassified);
+    if (row?.standby) throw StoreUnavailableError.because('read_only', `The database at ${this.location} is a standby: it takes no writes.`);
   }
 
   async stats(): Promise<StoreStats> {

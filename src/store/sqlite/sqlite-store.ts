@@ -33,6 +33,10 @@ import { migrate } from './migrations.js';
 import { SqlitePruning } from './sqlite-pruning.js';
 import { SqliteWrites } from './sqlite-writes.js';
 import { WalFlusher } from './wal-flusher.js';
+import { FileIdentity } from './file-identity.js';
+import { probeSqlite } from './sqlite-probe.js';
+import { rethrowClassified } from '../unavailable.js';
+import type { StoreProbeDepth } from '../store.js';
 
 export interface SqliteStoreOptions {
   /**
@@ -73,6 +77,8 @@ export class SqliteStore implements Store {
   private readonly statements = new Map<string, Database.Statement>();
   /** Puts stored snapshots back together (../rows.ts `wholeSnapshot`). */
   private readonly reader: StoredReader;
+  /** The file opened, checked before each write (file-identity.ts); none in memory. */
+  private readonly identity: FileIdentity | undefined;
 
   constructor(
     /**
@@ -140,6 +146,7 @@ export class SqliteStore implements Store {
       }
       return { agent: toAgent(this.sql.agentById.get(agent.id) as AgentRow), created: true };
     }).immediate as never;
+    this.identity = FileIdentity.of(location);
   }
 
   async createAgent(agent: NewAgent) {
@@ -170,11 +177,22 @@ export class SqliteStore implements Store {
 
   /** Runs a write transaction, then resolves once it is durable (at `full`); nothing is written after a failed fsync. */
   private async durably<T>(write: () => T): Promise<T> {
-    this.flusher?.throwIfFailed();
-    const result = write();
-    await this.flusher?.flush();
-    return result;
+    try {
+      this.identity?.assertInPlace();
+      this.flusher?.throwIfFailed();
+      const result = write();
+      await this.flusher?.flush();
+      return result;
+    } catch (err) {
+      // A full disk, a read-only or vanished file, a failing disk: a StoreUnavailableError the runtime waits out.
+      rethrowClassified(err);
+    }
   }
+
+  async probe(depth: StoreProbeDepth): Promise<void> {
+    await probeSqlite(this.db, this.location, this.identity, this.flusher, depth);
+  }
+
 
   async listCheckpoints(agentId: string, options: HistoryOptions = {}): Promise<CheckpointSummary[]> {
     return this.all<CheckpointSummaryRow>(historyQuery('checkpoints', agentId, options, sqliteDialect)).map(toCheckpointSummary);
@@ -208,6 +226,7 @@ export class SqliteStore implements Store {
   }
 
   async pruneHistory(agentId: string, rule: RetentionRule, options: { parts: boolean }): Promise<PruneResult> {
+    this.identity?.assertInPlace();
     this.flusher?.throwIfFailed();
     const result = this.pruning.pruneHistory(agentId, rule, options);
     // Most runs find nothing for most agents: no fsync for a transaction that wrote nothing.

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { StoreUnavailableError } from '../../core/errors.js';
 
 /**
  * `synchronous=FULL` without blocking the event loop.
@@ -86,9 +87,11 @@ export class WalFlusher {
   }
 
   private fail(cause: unknown): Error {
-    this.failure ??= new Error(
+    // io_error whatever the errno: unlike a full disk, this does not pass when space is freed.
+    this.failure ??= StoreUnavailableError.because(
+      'io_error',
       `fsync of ${this.walFile} failed, so recent commits may not be durable; this process acknowledges nothing more (restart it)`,
-      { cause },
+      cause,
     );
     return this.failure;
   }
