@@ -167,6 +167,37 @@ export class StoreUnavailableError extends AgentsError {
 }
 
 /**
+ * Another live process holds the SQLite file's writer lock: one process runs a file's agents. The
+ * holder's pid (and host, start) come from the note it left beside the lock, for the message only;
+ * undefined when it left none yet.
+ */
+export class StoreLockedError extends AgentsError {
+  readonly code = 'store_locked';
+  constructor(
+    readonly file: string,
+    readonly holderPid: number | undefined,
+    readonly holder: { host?: string; since?: string } = {},
+  ) {
+    const who = holderPid === undefined ? 'another process' : `process ${holderPid}${holder.host ? ` on ${holder.host}` : ''}${holder.since ? ` (running since ${holder.since})` : ''}`;
+    super(
+      `${file} is in use: ${who} runs its agents, and a SQLite file has one writer. ` +
+        'Stop that process first, or open this one read-only (serve --read-only; openSqliteStore(file, { readOnly: true })) to read what is stored without running anything.',
+    );
+  }
+}
+
+/**
+ * A write to a store this process opened read-only (`serve --read-only`, `{ readOnly: true }`): it
+ * reads what is stored and runs nothing. Over HTTP a 503: the process that runs the agents takes writes.
+ */
+export class ReadOnlyStoreError extends AgentsError {
+  readonly code = 'read_only';
+  constructor(readonly operation: string) {
+    super(`Cannot ${operation}: this process opened the store read-only; it serves what is stored and runs nothing. Send writes to the process that runs the agents.`);
+  }
+}
+
+/**
  * The runtime was closed (`runtime.close()`): it takes no more commands or queries. Over HTTP a
  * 503: the server is shutting down, another process (or this one, restarted) answers.
  */

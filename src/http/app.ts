@@ -6,10 +6,12 @@ import { silentLogger, type Logger } from '../core/logger.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { createDashboard, DASHBOARD_AUTH } from './dashboard/index.js';
+import { LOGIN_PATH, LOGOUT_PATH } from './dashboard/layout.js';
 import type { AppEnv } from './env.js';
 import { bearerAuth, type BearerAuthOptions } from './middleware/auth.js';
 import { createErrorHandler, onNotFound } from './middleware/error-handler.js';
 import { DEFAULT_BODY_LIMIT, jsonBody } from './middleware/json-body.js';
+import { refuseWrites } from './middleware/read-only.js';
 import { requestLogger } from './middleware/request-log.js';
 import { httpTracing } from './middleware/tracing.js';
 import { validationHook } from './middleware/validation.js';
@@ -64,6 +66,8 @@ export function createServer({
   // Middleware first: Hono runs handlers in the order they were added, and every route comes after.
   app.use(httpTracing(), requestId(), requestLogger(logger, metrics));
   if (token) app.use(mountedAuth(token, DASHBOARD_AUTH));
+  // After authentication: a caller without the token learns nothing, not even that writes are off.
+  if (runtime.readOnly) app.use(refuseWrites([LOGIN_PATH, LOGOUT_PATH]));
 
   const deps: RouteDeps = { runtime, metrics, jsonBody: jsonBody({ maxBytes: bodyLimit }), shutdown };
   registerServiceRoutes(app, deps);

@@ -40,6 +40,14 @@ export const postgresUrl: Parse<string> = (raw, flag) => {
   return raw;
 };
 
+/** A switch: the bare flag (or `=true`, `1`) turns it on; `=false` (or `0`) off, e.g. to override its env var. */
+export const onOff: Parse<boolean> = (raw, flag) => {
+  const value = raw.trim().toLowerCase();
+  if (value === 'true' || value === '1') return true;
+  if (value === 'false' || value === '0') return false;
+  throw new InvalidInputError(`--${flag} takes no value, or =true or =false (got "${raw}").`);
+};
+
 /** Like node's own `--inspect[=PORT]`: `true` is the default port, `false` is off, else a port. */
 export function inspectPort(defaultPort: number): Parse<number | undefined> {
   return (raw, flag) => {

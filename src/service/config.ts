@@ -5,7 +5,7 @@ import { parseOutboundPolicy, type OutboundPolicy } from '../core/outbound.js';
 import { DEFAULT_AGENT_DEFAULTS } from '../agents/reference/machine.js';
 import type { AgentDefaults } from '../agents/reference/types.js';
 import { DEFAULT_LEASE_MS } from '../store/postgres/postgres-store.js';
-import { inspectPort, integer, nonNegativeNumber, oneOf, outboundPolicy, postgresUrl, text, type Parse } from './config-values.js';
+import { inspectPort, integer, nonNegativeNumber, oneOf, onOff, outboundPolicy, postgresUrl, text, type Parse } from './config-values.js';
 
 /** `durable-agents serve`'s settings, by concern. Each comes from a flag, else its env var, else its default. */
 export interface Config {
@@ -23,6 +23,8 @@ export interface Config {
     synchronous: 'normal' | 'full';
     /** Postgres only: how long a dead process's agents wait before another takes them over. */
     leaseMs: number;
+    /** Serve what is stored and run nothing (no lock on a SQLite file, no lease); every write answers 503 `read_only`. */
+    readOnly: boolean;
   };
   llm: {
     baseUrl: string | undefined;
@@ -123,6 +125,10 @@ export const OPTIONS: OptionTable = {
       flag: 'lease-ms', env: 'LEASE_MS', default: DEFAULT_LEASE_MS, parse: integer({ min: 100 }), value: 'N',
       help: "Postgres: how long a dead process's agents wait before another takes them over",
     },
+    readOnly: {
+      flag: 'read-only', env: 'DURABLE_AGENTS_READ_ONLY', default: false, parse: onOff, value: '',
+      help: 'serve the stored agents, run none, answer every write 503 read_only (e.g. a SQLite file another serve runs)',
+    },
   },
   llm: {
     baseUrl: {
@@ -216,9 +222,10 @@ export const ALL_OPTIONS: readonly Option<unknown>[] = [
 ];
 
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Config {
+  const bare = new Set(ALL_OPTIONS.filter(takesNoValue).map((o) => `--${o.flag}`));
   const { values } = parseArgs({
-    // Like node's own --inspect[=PORT]: the bare flag takes no value, so "--inspect --port 1" works.
-    args: argv.map((arg) => (arg === `--${INSPECT_OPTION.flag}` ? `--${INSPECT_OPTION.flag}=true` : arg)),
+    // Like node's own --inspect[=PORT]: a bare switch takes no value, so "--inspect --port 1" works.
+    args: argv.map((arg) => (bare.has(arg) ? `${arg}=true` : arg)),
     options: Object.fromEntries(ALL_OPTIONS.map((o) => [o.flag, { type: 'string' as const }])),
     strict: true,
     allowPositionals: false,
@@ -255,6 +262,11 @@ export function agentDefaults(config: Config): Partial<AgentDefaults> {
     baseDelayMs: config.agent.baseDelayMs,
     ...(config.agent.webhookTimeoutMs === undefined ? {} : { webhookTimeoutMs: config.agent.webhookTimeoutMs }),
   };
+}
+
+/** A switch (`--read-only`) or a flag whose value is optional (`--inspect[=PORT]`): it may stand alone. */
+export function takesNoValue(option: Option<unknown>): boolean {
+  return option.value === '' || option.value.startsWith('[');
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

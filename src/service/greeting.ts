@@ -8,7 +8,8 @@ export interface Greeting {
   /** The server's base URL: the API's routes and the dashboard (at `/`) are under it. */
   url: string;
   llm: { kind: 'openai' | 'simulated'; description: string; model: string };
-  store: { kind: 'sqlite' | 'postgres' | 'memory'; location: string; synchronous?: 'normal' | 'full'; leaseMs?: number };
+  /** `readOnly`: serves what is stored, runs nothing, refuses writes (`--read-only`). */
+  store: { kind: 'sqlite' | 'postgres' | 'memory'; location: string; synchronous?: 'normal' | 'full'; leaseMs?: number; readOnly?: boolean };
   auth: boolean;
 }
 
@@ -21,12 +22,17 @@ export function dashboardUrl(url: string): string {
 
 /** Where the data lives, as a person would look for it: an absolute file path, or the database. */
 export function dataLocation(store: Greeting['store']): string {
+  if (store.readOnly) return `${where(store)}, READ-ONLY: serves what is stored, runs no agent, answers every write 503 read_only`;
   if (store.kind === 'sqlite') {
     const file = path.resolve(store.location);
     return `SQLite file ${file} (${store.synchronous === 'normal' ? 'survives process crashes, not power loss' : 'fsynced at every commit'})`;
   }
   if (store.kind === 'postgres') return `Postgres ${store.location} (lease ${store.leaseMs} ms: another process takes over a dead one's agents)`;
   return `memory only (${store.location}): gone when the process ends`;
+}
+
+function where(store: Greeting['store']): string {
+  return store.kind === 'sqlite' ? `SQLite file ${path.resolve(store.location)}` : `${store.kind} ${store.location}`;
 }
 
 /**
@@ -36,8 +42,11 @@ export function dataLocation(store: Greeting['store']): string {
 export function logGreeting(log: Logger): Announce {
   return (g) =>
     log.info(
-      { url: g.url, dashboard: dashboardUrl(g.url), store: g.store.kind, location: g.store.location, llm: g.llm.description, model: g.llm.model, auth: g.auth ? 'bearer token' : 'none' },
-      `durable-agents listening on ${g.url} (store: ${g.store.kind} ${g.store.location}; LLM: ${g.llm.description})`,
+      {
+        url: g.url, dashboard: dashboardUrl(g.url), store: g.store.kind, location: g.store.location, ...(g.store.readOnly ? { readOnly: true } : {}),
+        llm: g.llm.description, model: g.llm.model, auth: g.auth ? 'bearer token' : 'none',
+      },
+      `durable-agents listening on ${g.url} (store: ${g.store.kind} ${g.store.location}${g.store.readOnly ? ', READ-ONLY: runs nothing, refuses writes' : ''}; LLM: ${g.llm.description})`,
     );
 }
 
@@ -61,7 +70,8 @@ export function greetingLines(g: Greeting, { colors = false }: { colors?: boolea
     ...llm,
     row('Data', dataLocation(g.store)),
     row('Auth', g.auth ? 'a bearer token is required (--token)' : 'none: anyone who can reach this address may use the API'),
-    ...firstCurl(g).map((line, i) => (i === 0 ? row('Try', line) : more(line))),
+    // A read-only server would refuse the first curl's spawn.
+    ...(g.store.readOnly ? [] : firstCurl(g)).map((line, i) => (i === 0 ? row('Try', line) : more(line))),
     '',
     style('dim', 'Ctrl-C stops the server; committed work stays committed.'),
     '',

@@ -52,12 +52,27 @@ export async function main(
   // With the simulated LLM, a calculator and an approval-gated note board show the tool loop (a config's tool of the same name wins).
   const builtinTools = llm.kind === 'simulated' ? BUILTIN_TOOLS.filter((t) => !configTools.some((c) => c.name === t.name)) : [];
   const tools = [...builtinTools, ...configTools];
+  // First: a SQLite file another live serve holds stops this one here (StoreLockedError), before anything is restored.
   const store = await openStore(config.store);
   // A shared store's agents are guarded by leases; a SQLite file's commits by its fsync setting.
   const durability = store.leases ? { leaseMs: store.leases.leaseMs } : { synchronous: config.store.synchronous };
-  const storeFacts = { kind: store.kind, location: store.location, ...durability };
-  log.info({ store: store.kind, location: store.location, ...(store.leases ? { processId: store.leases.processId } : {}), ...durability }, 'store open');
+  const readOnly = store.readOnly === true ? { readOnly: true } : {};
+  const storeFacts = { kind: store.kind, location: store.location, ...durability, ...readOnly };
+  log.info({ store: store.kind, location: store.location, ...(store.leases ? { processId: store.leases.processId } : {}), ...durability, ...readOnly }, 'store open');
   const observability = await startObservability({ inspectPort: config.inspect, env, log, effects: store });
+  // The port is bound before any agent is restored: a serve that cannot listen (EADDRINUSE) exits
+  // having run nothing. A request that comes while agents are restored waits for the app.
+  let appReady!: (fetch: Fetch) => void;
+  const app = new Promise<Fetch>((resolve) => (appReady = resolve));
+  let listening: { server: ServerType; url: string };
+  try {
+    listening = await listen((request, bindings) => app.then((fetch) => fetch(request, bindings)), config.server);
+  } catch (err) {
+    await store.close();
+    await observability.close();
+    throw err;
+  }
+  const { server, url } = listening;
   const { passivateAfterMs } = config.runtime;
   const runtime = await createRuntime({
     store,
@@ -75,20 +90,11 @@ export async function main(
       }),
       ...(extension?.machines ?? []),
     ],
-  });
+  }).catch((err: unknown) => stopListening(server, appReady, err));
   const shutdown = new AbortController();
   // Every open stream listens for the shutdown: Node's default of 10 listeners would warn past 10 streams.
   setMaxListeners(0, shutdown.signal);
-  const app = createServer({ runtime, token: config.server.token, logger: log, shutdown: shutdown.signal, metrics: observability.metrics });
-  let listening: { server: ServerType; url: string };
-  try {
-    listening = await listen(app.fetch, config.server);
-  } catch (err) {
-    await runtime.close();
-    await observability.close();
-    throw err;
-  }
-  const { server, url } = listening;
+  appReady(createServer({ runtime, token: config.server.token, logger: log, shutdown: shutdown.signal, metrics: observability.metrics }).fetch);
   announce({ url, llm: { kind: llm.kind, description: llm.description, model: config.llm.model }, store: storeFacts, auth: config.server.token !== undefined });
   observability.announce();
 
@@ -115,9 +121,10 @@ export async function main(
 
 /** `--database-url` (Postgres, shared by many processes) wins over `--db` (one SQLite file, one process). */
 function openStore(config: Config['store']): Promise<Store> {
-  if (!config.databaseUrl) return openSqliteStore(config.db, { synchronous: config.synchronous });
+  const { readOnly } = config;
+  if (!config.databaseUrl) return openSqliteStore(config.db, { synchronous: config.synchronous, readOnly });
   const { url, schema } = splitSchema(config.databaseUrl);
-  return openPostgresStore(url, { leaseMs: config.leaseMs, ...(schema ? { schema } : {}) });
+  return openPostgresStore(url, { leaseMs: config.leaseMs, readOnly, ...(schema ? { schema } : {}) });
 }
 
 /**
@@ -153,7 +160,18 @@ function warnSimulated(log: Logger): void {
   );
 }
 
-function listen(fetch: Parameters<typeof serve>[0]['fetch'], config: Config['server']): Promise<{ server: ServerType; url: string }> {
+type Fetch = Parameters<typeof serve>[0]['fetch'];
+
+/** Restoring failed once the port was bound: requests waiting for the app get a 503, and the port is let go. */
+async function stopListening(server: ServerType, answer: (fetch: Fetch) => void, err: unknown): Promise<never> {
+  answer(() => new Response(null, { status: 503 }));
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  if ('closeAllConnections' in server) server.closeAllConnections();
+  await closed;
+  throw err;
+}
+
+function listen(fetch: Fetch, config: Config['server']): Promise<{ server: ServerType; url: string }> {
   return new Promise((resolve, reject) => {
     const server = serve({ fetch, port: config.port, hostname: config.host }, (info) => {
       // An IPv6 address goes in brackets in a URL (http://[::1]:3000).

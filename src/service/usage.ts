@@ -19,7 +19,8 @@ export function usage(): string {
 }
 
 function flagText(option: Option<unknown>): string {
-  // `--inspect[=PORT]` takes its value after `=` only; the others take the next word.
+  // A switch (`--read-only`) stands alone; `--inspect[=PORT]` takes its value after `=` only; the others take the next word.
+  if (option.value === '') return `--${option.flag}`;
   return option.value.startsWith('[') ? `--${option.flag}${option.value}` : `--${option.flag} ${option.value}`;
 }
 

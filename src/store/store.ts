@@ -352,6 +352,11 @@ export interface Store extends AgentRows, Inbox, WriteBatch, History, Recovery, 
   /** A description for logs (a path or a redacted URL). */
   readonly location: string;
   /**
+   * Opened to read only (`readOnly: true` at open): every write throws a `ReadOnlyStoreError`, and a
+   * runtime on it restores and runs nothing. Absent: false.
+   */
+  readonly readOnly?: boolean;
+  /**
    * Present on a store that many processes share (Postgres): who runs which agent. When present,
    * `createAgent` makes this process the new agent's owner, and `commit` takes checkpoints,
    * consumes, effects and status writes other than a stop only from the owner (see `WriteResult`);

@@ -17,12 +17,18 @@ export class ProcessCrashedError extends Error {
 export function crashableStore(store: Store): { store: Store; crash(): void; crashBeforeCheckpoint(seq: number): void } {
   let crashed = false;
   let crashAtSeq = Infinity;
+  // A dead process's locks go with it (the kernel drops them): a SQLite store's writer lock too, so
+  // that the restarted "process" can open the file. Its database connection is left as it was.
+  const die = () => {
+    crashed = true;
+    (store as { releaseWriterLock?: () => void }).releaseWriterLock?.();
+  };
   const fenced = new Proxy(store, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver) as unknown;
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
-        if (!crashed && property === 'commit' && reachesCheckpoint(args[0], crashAtSeq)) crashed = true;
+        if (!crashed && property === 'commit' && reachesCheckpoint(args[0], crashAtSeq)) die();
         if (crashed) return Promise.reject(new ProcessCrashedError());
         return (value as (...a: unknown[]) => unknown).apply(target, args);
       };
@@ -31,7 +37,7 @@ export function crashableStore(store: Store): { store: Store; crash(): void; cra
   return {
     store: fenced,
     crash() {
-      crashed = true;
+      die();
     },
     /**
      * Crashes the process the moment it tries to commit checkpoint `seq` or a later one: for a

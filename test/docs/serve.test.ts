@@ -18,7 +18,7 @@ function flagRows(): Row[] {
   return rows.map(([flag, env, defaultText]) => ({ flag: flag!, env: env!, default: defaultText! }));
 }
 
-const flagText = (o: Option<unknown>) => `\`--${o.flag}${o.value.startsWith('[') ? o.value : ` ${o.value}`}\``;
+const flagText = (o: Option<unknown>) => `\`--${o.flag}${o.value === '' || o.value.startsWith('[') ? o.value : ` ${o.value}`}\``;
 
 /** A default is stated as its value (3000, `full`); no default as the word the help uses (unset, off). */
 function statesDefault(cell: string, o: Option<unknown>): boolean {

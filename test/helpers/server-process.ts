@@ -36,16 +36,32 @@ export async function killAllServers(): Promise<void> {
   running.clear();
 }
 
-/**
- * Starts `serve --port 0` with the token, the given LLM base URL and short retries; `store` is
- * `['--db', file]` or `['--database-url', url]`, `extra` any further flags.
- */
-export async function startServer(options: { store: string[]; llmUrl: string; extra?: string[] }): Promise<ServerProcess> {
+export interface ServeOptions {
+  /** `['--db', file]` or `['--database-url', url]`. */
+  store: string[];
+  llmUrl: string;
+  /** Further flags (a later `--port` overrides the 0). */
+  extra?: string[];
+  /** A command that runs node, e.g. setpriv's (test/helpers/permissions.ts). */
+  prefix?: string[];
+}
+
+/** The command `startServer` runs, and its environment: for a test that watches a start fail. */
+export function serveCommand(options: ServeOptions): { command: string[]; env: NodeJS.ProcessEnv } {
   const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info', LOG_FORMAT: 'json' };
   for (const name of CONTRACT_ENV) delete env[name];
   const args = ['--conditions=development', '--import', 'tsx', 'src/service/cli.ts', 'serve', '--port', '0', ...options.store];
   args.push('--llm-base-url', options.llmUrl, '--llm-api-key', 'test', '--token', TOKEN, '--retry-base-ms', '20', ...(options.extra ?? []));
-  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  return { command: [...(options.prefix ?? []), process.execPath, ...args], env };
+}
+
+/**
+ * Starts `serve --port 0` with the token, the given LLM base URL and short retries; `store` is
+ * `['--db', file]` or `['--database-url', url]`, `extra` any further flags.
+ */
+export async function startServer(options: ServeOptions): Promise<ServerProcess> {
+  const { command: [bin, ...args], env } = serveCommand(options);
+  const child = spawn(bin!, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('close', (code, signal) => resolve({ code, signal })), // once the pipes are drained: output read after it is whole

@@ -12,7 +12,7 @@ describe('loadConfig defaults', () => {
   it('are the contract table’s, grouped by concern', () => {
     expect(loadConfig([], {})).toEqual({
       server: { port: 3000, host: '127.0.0.1', token: undefined },
-      store: { db: './data/agents.db', databaseUrl: undefined, synchronous: 'full', leaseMs: 10_000 },
+      store: { db: './data/agents.db', databaseUrl: undefined, synchronous: 'full', leaseMs: 10_000, readOnly: false },
       llm: { baseUrl: undefined, apiKey: undefined, model: 'gpt-4o-mini', timeoutMs: 30_000, simulatedFaultRate: 0, simulatedWordDelayMs: 30 },
       agent: { maxAttempts: 5, baseDelayMs: 500, webhookTimeoutMs: undefined },
       outbound: { allow: parseOutboundPolicy(undefined) },
@@ -118,6 +118,20 @@ describe('--inspect[=PORT] and DURABLE_AGENTS_INSPECT', () => {
       expect(() => loadConfig([bad], {})).toThrow(/--inspect/);
     }
     expect(() => loadConfig(['--inspect', '9229'], {})).toThrow(/Unexpected argument '9229'/);
+  });
+});
+
+describe('--read-only and DURABLE_AGENTS_READ_ONLY', () => {
+  it('is a switch: bare or =true on, =false off (over the env var), env 1/true/0/false', () => {
+    expect(loadConfig([], {}).store.readOnly).toBe(false);
+    expect(loadConfig(['--read-only'], {}).store.readOnly).toBe(true);
+    expect(loadConfig(['--read-only', '--port', '1'], {})).toMatchObject({ store: { readOnly: true }, server: { port: 1 } });
+    expect(loadConfig([], { DURABLE_AGENTS_READ_ONLY: '1' }).store.readOnly).toBe(true);
+    expect(loadConfig([], { DURABLE_AGENTS_READ_ONLY: 'true' }).store.readOnly).toBe(true);
+    expect(loadConfig([], { DURABLE_AGENTS_READ_ONLY: '0' }).store.readOnly).toBe(false);
+    expect(loadConfig(['--read-only=false'], { DURABLE_AGENTS_READ_ONLY: '1' }).store.readOnly).toBe(false);
+    expect(() => loadConfig(['--read-only=yes'], {})).toThrow('--read-only takes no value, or =true or =false (got "yes").');
+    expect(() => loadConfig(['--read-only', 'true'], {})).toThrow(/Unexpected argument 'true'/);
   });
 });
 

@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import { describe, expect, it, vi } from 'vitest';
 import { FencedError, SchemaTooNewError } from '../../src/core/errors.js';
 import { migrations } from '../../src/store/sqlite/migrations.js';
-import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { openSqliteStore, SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { tempDbFile, tempDir } from '../helpers/temp.js';
 import { appendEvent, checkpoint, storeContract } from './store-contract.js';
 
@@ -91,7 +91,8 @@ describe('SQLite store files', () => {
   it('sees what another connection to the same file committed between two of its own commits', async () => {
     const file = tempDbFile();
     const first = await openSqliteStore(file, { synchronous: 'normal' });
-    const second = await openSqliteStore(file, { synchronous: 'normal' });
+    // Around the writer lock (openSqliteStore would refuse a second writer), as a sqlite3 shell would.
+    const second = new SqliteStore(new Database(file), file);
     const createdAt = new Date().toISOString();
     await first.createAgent({ id: 'a1', machine: 'agent', machineVersion: '1', input: {}, createdAt });
     // The first one writes (and so knows) the agent's row; the second one changes it behind its back.

@@ -26,6 +26,8 @@ const STATUS_BY_CODE: Record<string, ContentfulStatusCode> = {
   schema_too_new: 500,
   // The runtime was closed under the request (the server is shutting down): try again, elsewhere or later.
   runtime_closed: 503,
+  // A process serving a store read-only (serve --read-only): the one that runs the agents takes writes.
+  read_only: 503,
 };
 
 /** Hono's own exceptions (validator, media-type gate, body limit) carry only a status. */

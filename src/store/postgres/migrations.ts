@@ -176,3 +176,16 @@ export async function migrate(client: pg.ClientBase, schema: string, options: { 
     }
   }
 }
+
+/** A read-only store cannot migrate: its schema must be this build's already. */
+export async function assertSchemaCurrent(client: pg.ClientBase, schema: string): Promise<void> {
+  const latest = migrations.at(-1)?.id ?? 0;
+  const { rows: [table] } = await client.query<{ found: string | null }>("select to_regclass('schema_migrations')::text as found");
+  if (!table?.found) throw new Error(`schema ${schema} holds no durable-agents tables`);
+  const { rows } = await client.query<{ id: number | null }>('select max(id) as id from schema_migrations');
+  const current = rows[0]?.id ?? 0;
+  if (current > latest) throw new SchemaTooNewError(current, latest);
+  if (current < latest) {
+    throw new Error(`schema ${schema} is at version ${current} and this build reads version ${latest}; a read-only store cannot migrate it (start a writer on it once)`);
+  }
+}

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import pg from 'pg';
-import { AgentsError, InvalidInputError, StoreUnavailableError } from '../../core/errors.js';
+import { AgentsError, InvalidInputError, ReadOnlyStoreError, StoreUnavailableError } from '../../core/errors.js';
 import type {
   ActionRecord,
   AgentQuery,
@@ -26,7 +26,7 @@ import { applyWrites } from './apply-writes.js';
 import { checkSchemaName, clientConfig, redactUrl } from './connection.js';
 import { InboxListener, inboxChannel } from './inbox-listener.js';
 import { NOT_HELD, PostgresLeases } from './leases.js';
-import { migrate } from './migrations.js';
+import { assertSchemaCurrent, migrate } from './migrations.js';
 import {
   parseOr,
   toAgent,
@@ -64,6 +64,11 @@ export interface PostgresStoreOptions {
   processId?: string;
   /** Connections for reads and lease statements (default 5); commits and notifications have one each besides. */
   poolSize?: number;
+  /**
+   * Read what is stored and write nothing: the schema is not migrated (it must be current), a runtime
+   * on it takes no lease and runs nothing, and every write throws a `ReadOnlyStoreError`.
+   */
+  readOnly?: boolean;
 }
 
 /** How long a lease lasts unless renewed; the server's --lease-ms default too. */
@@ -89,7 +94,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   const location = `${redactUrl(url)}${options.schema === undefined ? '' : `#${options.schema}`}`;
   let listener: InboxListener | undefined;
   try {
-    const schema = await prepareSchema(pool, options.schema);
+    const schema = await prepareSchema(pool, options.schema, options.readOnly === true);
     listener = new InboxListener(config, inboxChannel(schema));
     await listener.start();
   } catch (err) {
@@ -99,15 +104,16 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     throw err instanceof AgentsError ? err : new StoreUnavailableError(location, err);
   }
   const processId = options.processId ?? `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  return new PostgresStore(pool, new WriteConnection(config), listener, location, processId, leaseMs);
+  return new PostgresStore(pool, new WriteConnection(config), listener, location, processId, leaseMs, options.readOnly === true);
 }
 
-/** Migrates the schema (creating it when one was named) and returns its name. */
-async function prepareSchema(pool: pg.Pool, schema: string | undefined): Promise<string> {
+/** Migrates the schema (creating it when one was named), or for a read-only store checks it is current; returns its name. */
+async function prepareSchema(pool: pg.Pool, schema: string | undefined, readOnly: boolean): Promise<string> {
   const client = await pool.connect();
   try {
     const name = schema ?? (await currentSchema(client));
-    await migrate(client, name, { create: schema !== undefined });
+    if (readOnly) await assertSchemaCurrent(client, name);
+    else await migrate(client, name, { create: schema !== undefined });
     return name;
   } finally {
     client.release();
@@ -138,6 +144,8 @@ export class PostgresStore implements Store {
     readonly location: string,
     processId: string,
     leaseMs: number,
+    /** See `PostgresStoreOptions.readOnly`; `leases` is there, for the type, but a runtime on it never uses it. */
+    readonly readOnly = false,
   ) {
     this.reader = postgresReader(pool);
     this.leases = new PostgresLeases(pool, listener, processId, leaseMs, this.reader);
@@ -148,6 +156,7 @@ export class PostgresStore implements Store {
    * spawn of the same id waits for this one to commit, then finds its row (`on conflict do nothing`).
    */
   async createAgent(agent: NewAgent): Promise<{ agent: AgentRecord; created: boolean }> {
+    this.assertWritable('spawn an agent');
     const first = agent.snapshot;
     const values: unknown[] = [
       agent.id, agent.machine, agent.machineVersion, first?.status ?? 'active', first ? JSON.stringify(first.state) : null,
@@ -204,6 +213,7 @@ export class PostgresStore implements Store {
   }
 
   async commit(writes: readonly Write[]): Promise<WriteResult[]> {
+    this.assertWritable('commit');
     if (writes.length === 0) return [];
     if (this.closing) throw new Error('The Postgres store is closed.');
     return this.commits.commit(writes);
@@ -253,10 +263,12 @@ export class PostgresStore implements Store {
   }
 
   async pruneHistory(agentId: string, rule: RetentionRule, options: { parts: boolean }): Promise<PruneResult> {
+    this.assertWritable('prune history');
     return pruneHistory(this.pool, agentId, rule, options);
   }
 
   async deleteEndedAgents(options: { endedBefore: string; limit: number }): Promise<string[]> {
+    this.assertWritable('delete ended agents');
     return deleteEndedAgents(this.pool, options.endedBefore, options.limit);
   }
 
@@ -277,6 +289,10 @@ export class PostgresStore implements Store {
     const agentsByStatus: Record<AgentStatus, number> = { active: 0, done: 0, error: 0, stopped: 0 };
     for (const row of rows) agentsByStatus[row.status] = row.n;
     return { agentsByStatus, inboxDepth: rows.find((r) => r.status === 'active')?.depth ?? 0 };
+  }
+
+  private assertWritable(operation: string): void {
+    if (this.readOnly) throw new ReadOnlyStoreError(operation);
   }
 
   /** Lets queued commits finish, then ends every connection. Calling it again waits for the same close. */

@@ -165,3 +165,12 @@ export function migrate(db: Database.Database): void {
     }).immediate();
   }
 }
+
+/** The schema's version and this build's, read without writing: a read-only store cannot migrate. */
+export function schemaVersions(db: Database.Database): { current: number; latest: number } {
+  const latest = migrations.at(-1)?.id ?? 0;
+  const table = db.prepare("select 1 from sqlite_master where type = 'table' and name = 'schema_migrations'").get();
+  if (!table) return { current: 0, latest };
+  const row = db.prepare('select max(id) as id from schema_migrations').get() as { id: number | null };
+  return { current: row.id ?? 0, latest };
+}

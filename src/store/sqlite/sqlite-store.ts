@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { AgentsError, InvalidInputError, ReadOnlyStoreError, SchemaTooNewError, StoreUnavailableError } from '../../core/errors.js';
 import type {
   ActionRecord,
   AgentQuery,
@@ -29,7 +30,7 @@ import { listAgentsQuery, toAgentPage } from '../sql/agent-list.js';
 import { sqliteDialect, type SqlQuery } from '../sql/dialect.js';
 import { historyQuery } from '../sql/history.js';
 import { RESTORABLE, WORKING } from '../sql/restorable.js';
-import { migrate } from './migrations.js';
+import { migrate, schemaVersions } from './migrations.js';
 import { SqlitePruning } from './sqlite-pruning.js';
 import { SqliteWrites } from './sqlite-writes.js';
 import { WalFlusher } from './wal-flusher.js';
@@ -37,6 +38,8 @@ import { FileIdentity } from './file-identity.js';
 import { probeSqlite } from './sqlite-probe.js';
 import { rethrowClassified } from '../unavailable.js';
 import type { StoreProbeDepth } from '../store.js';
+import { canWrite } from './writable.js';
+import { WriterLock } from './writer-lock.js';
 
 export interface SqliteStoreOptions {
   /**
@@ -46,29 +49,116 @@ export interface SqliteStoreOptions {
    * (kill -9) but the last ones may be lost if the machine loses power.
    */
   synchronous?: 'normal' | 'full';
+  /**
+   * Open an existing file to read only: no writer lock is taken (the process that runs the agents
+   * may be running), nothing is migrated, and every write throws a `ReadOnlyStoreError`. A runtime on
+   * it restores and runs nothing. Default false: the store takes the file's writer lock
+   * (writer-lock.ts), and a file another live process holds is refused with a `StoreLockedError`.
+   */
+  readOnly?: boolean;
 }
 
-/** Opens (creating when needed) a SQLite file in WAL mode and brings its schema up to date. */
+/**
+ * Opens (creating when needed) a SQLite file in WAL mode and brings its schema up to date, after
+ * taking the file's writer lock: one process at a time runs a file's agents. A file this process
+ * cannot write is refused (unless `readOnly`): it would come up and then fail every write. What
+ * cannot be opened throws one `StoreUnavailableError` naming the file and the cause.
+ */
 export async function openSqliteStore(file: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
-  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
-  // SQLite itself always runs at NORMAL: `full` adds our own fsync after each write transaction
-  // (WalFlusher); an in-memory database has nothing to sync.
-  db.pragma('synchronous = NORMAL');
-  const flusher = options.synchronous === 'normal' || file === ':memory:' ? undefined : new WalFlusher(`${path.resolve(file)}-wal`);
-  db.pragma('busy_timeout = 5000');
-  db.pragma('foreign_keys = ON');
-  // Agents' rows are rewritten at every transition; a longer WAL copies each hot page back once per
-  // checkpoint instead of many times (measured: 7.0 → 4.7 KB written per agent checkpoint).
-  db.pragma('wal_autocheckpoint = 10000');
-  migrate(db);
-  flusher?.syncDirectory();
-  return new SqliteStore(db, file, flusher);
+  if (file === ':memory:') {
+    // Private to this connection: nothing to lock, and nothing to read if opened read-only.
+    if (options.readOnly) throw new InvalidInputError('An in-memory SQLite store cannot be read-only: it starts empty and only its own connection sees it.');
+    return openWritable(file, options, undefined);
+  }
+  if (options.readOnly) return openReadOnly(file);
+  const folder = path.dirname(path.resolve(file));
+  try {
+    fs.mkdirSync(folder, { recursive: true });
+  } catch (err) {
+    throw new StoreUnavailableError(path.resolve(file), new Error(`its folder ${folder} cannot be created (${(err as Error).message})`));
+  }
+  const lock = WriterLock.acquire(file);
+  try {
+    return openWritable(file, options, lock);
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+}
+
+function openWritable(file: string, options: SqliteStoreOptions, lock: WriterLock | undefined): SqliteStore {
+  const memory = file === ':memory:';
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(file);
+    db.pragma('busy_timeout = 5000');
+    if (!canWrite(db)) {
+      throw new StoreUnavailableError(
+        path.resolve(file),
+        new Error('this process may not write the file (its permissions, or a read-only file system); start it with --read-only (or { readOnly: true }) to serve what it holds without writing'),
+        { reason: 'read_only' },
+      );
+    }
+    db.pragma('journal_mode = WAL');
+    // SQLite itself always runs at NORMAL: `full` adds our own fsync after each write transaction
+    // (WalFlusher); an in-memory database has nothing to sync.
+    db.pragma('synchronous = NORMAL');
+    const flusher = options.synchronous === 'normal' || memory ? undefined : new WalFlusher(`${path.resolve(file)}-wal`);
+    db.pragma('foreign_keys = ON');
+    // Agents' rows are rewritten at every transition; a longer WAL copies each hot page back once per
+    // checkpoint instead of many times (measured: 7.0 → 4.7 KB written per agent checkpoint).
+    db.pragma('wal_autocheckpoint = 10000');
+    migrate(db);
+    flusher?.syncDirectory();
+    return new SqliteStore(db, file, flusher, { lock });
+  } catch (err) {
+    db?.close();
+    throw memory ? err : unavailable(file, err);
+  }
+}
+
+/**
+ * Read-only: better-sqlite3's `readonly`, no lock, no migration. Reading a WAL file that another
+ * process writes needs its `-shm` (SQLite opens it, or creates it when the folder allows): the
+ * writer's commits are then seen as they land.
+ */
+function openReadOnly(file: string): SqliteStore {
+  let db: Database.Database | undefined;
+  try {
+    if (!fs.existsSync(file)) throw new Error('there is no such file (a read-only store opens an existing one)');
+    db = new Database(file, { readonly: true, fileMustExist: true });
+    db.pragma('busy_timeout = 5000');
+    const { current, latest } = schemaVersions(db);
+    if (current > latest) throw new SchemaTooNewError(current, latest);
+    if (current < latest) {
+      throw new Error(
+        current === 0
+          ? 'it holds no durable-agents tables'
+          : `its schema is at version ${current} and this build reads version ${latest}; a read-only store cannot migrate it (start a writer on it once)`,
+      );
+    }
+    return new SqliteStore(db, file, undefined, { readOnly: true });
+  } catch (err) {
+    db?.close();
+    throw unavailable(file, (err as { code?: unknown }).code === 'SQLITE_READONLY_DIRECTORY' ? NO_SHM : err);
+  }
+}
+
+/** SQLite's own words for it ("attempt to write a readonly database") would puzzle a reader. */
+const NO_SHM = new Error(
+  'reading a WAL database needs its -shm file beside it, which SQLite cannot create in this read-only folder; ' +
+    'it is there while a writer runs, or let this process write the folder',
+);
+
+/** Our own errors are sentences already; anything else (SqliteError, a file system error) gets the file named. */
+function unavailable(file: string, err: unknown): AgentsError {
+  return err instanceof AgentsError ? err : new StoreUnavailableError(path.resolve(file), err);
 }
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
+  readonly readOnly: boolean;
+  private readonly lock: WriterLock | undefined;
   private readonly sql;
   private readonly writes: SqliteWrites;
   private readonly pruning: SqlitePruning;
@@ -88,7 +178,11 @@ export class SqliteStore implements Store {
     readonly db: Database.Database,
     readonly location: string,
     private readonly flusher?: WalFlusher,
+    /** `lock`: the file's writer lock, released at close; `readOnly`: every write throws (see `SqliteStoreOptions`). */
+    access: { lock?: WriterLock | undefined; readOnly?: boolean } = {},
   ) {
+    this.lock = access.lock;
+    this.readOnly = access.readOnly === true;
     const q = (text: string) => db.prepare(text);
     this.sql = {
       agentById: q('select * from agents where id = ?'),
@@ -150,6 +244,7 @@ export class SqliteStore implements Store {
   }
 
   async createAgent(agent: NewAgent) {
+    this.assertWritable('spawn an agent');
     return this.durably(() => this.create(agent));
   }
 
@@ -172,6 +267,7 @@ export class SqliteStore implements Store {
   }
 
   async commit(writes: readonly Write[]): Promise<WriteResult[]> {
+    this.assertWritable('commit');
     return writes.length > 0 ? this.durably(() => this.writes.commit(writes)) : [];
   }
 
@@ -226,6 +322,7 @@ export class SqliteStore implements Store {
   }
 
   async pruneHistory(agentId: string, rule: RetentionRule, options: { parts: boolean }): Promise<PruneResult> {
+    this.assertWritable('prune history');
     this.identity?.assertInPlace();
     this.flusher?.throwIfFailed();
     const result = this.pruning.pruneHistory(agentId, rule, options);
@@ -235,6 +332,7 @@ export class SqliteStore implements Store {
   }
 
   async deleteEndedAgents(options: { endedBefore: string; limit: number }): Promise<string[]> {
+    this.assertWritable('delete ended agents');
     return this.durably(() => this.pruning.deleteEndedAgents(options.endedBefore, options.limit));
   }
 
@@ -252,6 +350,20 @@ export class SqliteStore implements Store {
   async close() {
     await this.flusher?.close();
     if (this.db.open) this.db.close();
+    // Last: the WAL is checkpointed and closed before another process may open the file as its writer.
+    this.lock?.release();
+  }
+
+  /**
+   * Lets go of the writer lock and nothing else, as the kernel does for a process that dies: for
+   * in-process crash simulations (testing/crashable-store.ts), whose next "process" opens the file.
+   */
+  releaseWriterLock(): void {
+    this.lock?.release();
+  }
+
+  private assertWritable(operation: string): void {
+    if (this.readOnly) throw new ReadOnlyStoreError(operation);
   }
 
   private all<Row>({ text, params }: SqlQuery): Row[] {

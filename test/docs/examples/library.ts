@@ -5,9 +5,10 @@ import { openSqliteStore } from '../../../src/store/sqlite/index.js';
 const apiKey = process.env.OPENAI_API_KEY;
 const llm = apiKey ? createOpenAiClient({ apiKey }) : createSimulatedLlm();
 
-// Opens (or creates) the file and restores every active agent from its last checkpoint.
+// Opens (or creates) the file and restores every active agent from its last checkpoint. A file of its
+// own: a SQLite file has one writer, and `npm start` runs ./data/agents.db.
 const runtime = await createRuntime({
-  store: await openSqliteStore(process.env.DURABLE_AGENTS_DB ?? './data/agents.db'),
+  store: await openSqliteStore(process.env.DURABLE_AGENTS_DB ?? './data/library.db'),
   machines: [agentDefinition({ llm })],
 });
 
