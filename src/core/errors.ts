@@ -103,14 +103,49 @@ export class SchemaTooNewError extends AgentsError {
   }
 }
 
+/**
+ * Why an agent's stored state cannot be used, as its view's `error.code` says (docs/http-api.md):
+ * - `version_unknown`: its checkpoint was written by a version of its machine this process has no upgrade from;
+ * - `snapshot_unreadable`: its snapshot cannot be read back (not JSON, not an XState snapshot, a part or delta it needs is not stored);
+ * - `restore_failed`: it reads, but XState cannot start from it (a state or actor the machine does not have, an upgrade that failed).
+ */
+export type QuarantineReason = 'version_unknown' | 'snapshot_unreadable' | 'restore_failed';
+
 /** A stored snapshot that cannot be restored: the agent is quarantined, the runtime goes on. */
 export class CorruptStateError extends AgentsError {
   readonly code = 'corrupt_state';
   constructor(
     readonly agentId: string,
     message: string,
+    readonly reason: QuarantineReason = 'restore_failed',
   ) {
     super(`Agent "${agentId}" cannot be restored: ${message}`);
+  }
+}
+
+/**
+ * An event for an agent in `error` (quarantined, or its statechart threw): it would never be taken,
+ * so nothing is stored. Its view's `error` says why; a fork from a checkpoint carries on its work.
+ */
+export class AgentInErrorError extends AgentsError {
+  readonly code = 'agent_in_error';
+  constructor(
+    readonly agentId: string,
+    reason: { code: string; message: string },
+  ) {
+    super(`Agent "${truncate(agentId, 128)}" is in error (${reason.code}: ${truncate(reason.message, 300)}); it takes no events. Fork it from a checkpoint to carry on.`);
+  }
+}
+
+/** An `Idempotency-Key` already used for another event (another type or payload): nothing is stored. */
+export class IdempotencyKeyReusedError extends AgentsError {
+  readonly code = 'idempotency_key_reused';
+  constructor(
+    readonly agentId: string,
+    readonly key: string,
+    readonly seq: number,
+  ) {
+    super(`Idempotency-Key "${truncate(key, 128)}" was used for another event (seq ${seq}) of agent "${truncate(agentId, 128)}"; use a new key for a new event.`);
   }
 }
 

@@ -20,8 +20,9 @@ export class HttpError extends AgentsError {
 export const malformedJson = (detail: string) =>
   new HttpError(400, 'malformed_json', `The request body is not valid JSON: ${detail}`);
 
-export const payloadTooLarge = (maxBytes: number) =>
-  new HttpError(413, 'payload_too_large', `The request body is larger than the limit of ${maxBytes} bytes.`);
+/** `closing`: the body could not all be read, so the connection is not kept for another request. */
+export const payloadTooLarge = (maxBytes: number, closing = false) =>
+  new HttpError(413, 'payload_too_large', `The request body is larger than the limit of ${maxBytes} bytes.`, closing ? { Connection: 'close' } : {});
 
 export const unsupportedMediaType = (got: string | undefined) =>
   new HttpError(

@@ -7,7 +7,7 @@ import { AgentHost, type CommittedCheckpoint, type HostOwner } from './agent-hos
 import type { GroupCommitter, WriteOrigin } from './committer.js';
 import type { Observe } from './observer.js';
 import type { RegisteredMachine } from './registered-machine.js';
-import { readSnapshot } from './restore.js';
+import { readSnapshot, RestoreRefusedError } from './restore.js';
 import { ID_PATTERN } from '../core/ids.js';
 import { topLevelState } from '../core/state-value.js';
 import { validateInput } from './registered-machine.js';
@@ -387,9 +387,11 @@ export class LiveAgents implements HostOwner {
 
   /** State corruption is its own failure domain: this agent is parked in `error`, the others go on. */
   private async quarantine(agentId: string, err: unknown, parent?: string): Promise<void> {
-    const error = new CorruptStateError(agentId, err instanceof Error ? err.message : String(err));
-    this.log.error({ agentId, err: error }, 'agent quarantined: its stored state cannot be restored');
+    const reason = err instanceof RestoreRefusedError ? err.reason : 'restore_failed';
+    const error = new CorruptStateError(agentId, err instanceof Error ? err.message : String(err), reason);
+    this.log.error({ agentId, reason, err: error }, 'agent quarantined: its stored state cannot be restored');
     this.options.observe('agentFailed', { agentId, reason: 'corrupt', error: serializeError(error) });
-    await this.writeStatus(agentId, 'error', serializeError(error), parent);
+    // Stored with the agent row: its view says why (`error.code` is the reason) after any restart.
+    await this.writeStatus(agentId, 'error', { ...serializeError(error), code: reason }, parent);
   }
 }

@@ -4,28 +4,39 @@
  * caller quarantines the agent with it (state corruption is its own failure domain).
  */
 import type { AnyStateMachine, AnyStateNode } from 'xstate';
+import type { QuarantineReason } from '../core/errors.js';
 import type { PersistedSnapshotJson } from '../durable/definition.js';
 import type { CheckpointRecord, RestorableCheckpoint } from '../store/store.js';
 import type { RegisteredMachine } from './registered-machine.js';
 
-/** The checkpoint's snapshot as this process's version of the machine reads it; throws if it cannot. */
+/** A checkpoint this process cannot restore, and which kind of reason that is (the quarantined agent's `error.code`). */
+export class RestoreRefusedError extends Error {
+  constructor(
+    readonly reason: QuarantineReason,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The checkpoint's snapshot as this process's version of the machine reads it; throws a RestoreRefusedError if it cannot. */
 export function readSnapshot(checkpoint: RestorableCheckpoint, machine: RegisteredMachine): PersistedSnapshotJson {
   const version = checkpoint.machineVersion;
   const upgrade = version !== machine.version && Object.hasOwn(machine.upgrades, version) ? machine.upgrades[version] : undefined;
   if (version !== machine.version && !upgrade) {
-    throw new Error(`its checkpoint was written by version ${version} of "${machine.name}", this process runs ${machine.version} and has no upgrade from it`);
+    throw new RestoreRefusedError('version_unknown', `its checkpoint was written by version ${version} of "${machine.name}", this process runs ${machine.version} and has no upgrade from it`);
   }
-  if (checkpoint.unreadable !== undefined) throw new Error(checkpoint.unreadable);
+  if (checkpoint.unreadable !== undefined) throw new RestoreRefusedError('snapshot_unreadable', checkpoint.unreadable);
   let snapshot: unknown;
   try {
     snapshot = JSON.parse(checkpoint.snapshot);
   } catch (err) {
-    throw new Error(`its snapshot is not valid JSON (${(err as Error).message})`);
+    throw new RestoreRefusedError('snapshot_unreadable', `its snapshot is not valid JSON (${(err as Error).message})`);
   }
-  if (!isPersistedSnapshot(snapshot)) throw new Error('its snapshot is not an XState persisted snapshot');
+  if (!isPersistedSnapshot(snapshot)) throw new RestoreRefusedError('snapshot_unreadable', 'its snapshot is not an XState persisted snapshot');
   if (upgrade) {
     snapshot = upgrade(snapshot);
-    if (!isPersistedSnapshot(snapshot)) throw new Error(`the upgrade from version ${version} did not return a persisted snapshot`);
+    if (!isPersistedSnapshot(snapshot)) throw new RestoreRefusedError('restore_failed', `the upgrade from version ${version} did not return a persisted snapshot`);
   }
   // XState's restore silently drops a child whose src is not in the machine's actors (no error, the
   // snapshot stays active), leaving the agent stuck forever in the invoking state: refuse it here,
@@ -33,7 +44,7 @@ export function readSnapshot(checkpoint: RestorableCheckpoint, machine: Register
   const parsed = snapshot;
   for (const [id, child] of Object.entries(parsed.children ?? {})) {
     if (typeof child?.src !== 'string' || !resolvesActor(machine.durable, child.src)) {
-      throw new Error(`its snapshot has a running actor "${id}" whose logic "${String(child?.src)}" is not registered`);
+      throw new RestoreRefusedError('restore_failed', `its snapshot has a running actor "${id}" whose logic "${String(child?.src)}" is not registered`);
     }
   }
   return parsed;

@@ -4,7 +4,7 @@ import { LlmGate } from '../llm/flow/llm-gate.js';
 import { reportKey, type ChildEvent } from '../durable/child-events.js';
 import type { AnyMachineSnapshot, InspectionEvent } from 'xstate';
 import {
-  AgentsError, ConflictError, CorruptStateError, InvalidInputError, NotFoundError, PrunedError, ReadOnlyStoreError, RuntimeClosedError, truncate,
+  AgentInErrorError, AgentsError, ConflictError, CorruptStateError, InvalidInputError, NotFoundError, PrunedError, ReadOnlyStoreError, RuntimeClosedError, truncate,
 } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { topLevelState } from '../core/state-value.js';
@@ -23,6 +23,9 @@ import { createOwnership } from './ownership.js';
 import { acceptedEventTypes, registerMachine, validateEvent, validateInput, type RegisteredMachine } from './registered-machine.js';
 import { parseJsonObject } from './restore.js';
 import { liveView, storedView, type AgentView } from './views.js';
+import { agentErrorView } from './agent-error.js';
+import { toAgentSummary, type AgentSummary } from './agent-summary.js';
+import { eventBodyHash } from '../store/event-hash.js';
 import { Watchers, type ViewListener } from './watchers.js';
 import { TokenStreams, type TokenStreamLimits } from './token-streams.js';
 import { Wakeups, type WakeupOptions } from './wakeups.js';
@@ -268,7 +271,7 @@ export class Runtime {
   /** Commits an event to the agent's inbox; the agent processes its inbox in order, each event once. */
   async send(agentId: string, event: InboxEvent, idempotencyKey?: string): Promise<{ seq: number; duplicate: boolean }> {
     this.assertWritable('send to an agent');
-    const machine = this.live.get(agentId)?.machine ?? this.machine((await this.agentOrThrow(agentId)).machine);
+    const machine = this.live.get(agentId)?.machine ?? this.machine((await this.takingEvents(agentId)).machine);
     const checked = validateEvent(machine, event);
     const refuse = machine.refuse?.[checked.type];
     if (refuse) {
@@ -277,15 +280,41 @@ export class Runtime {
       if (refusal) throw new ConflictError(refusal);
     }
     // Through the group committer: under load, many requests' events share one transaction (one fsync).
-    const result = (await this.committer.enqueue({
-      kind: 'event',
-      agentId,
-      event: checked,
-      idempotencyKey: idempotencyKey ?? null,
-      at: new Date().toISOString(),
-    })) as { seq: number; duplicate: boolean };
+    const result = (await this.committer
+      .enqueue({
+        kind: 'event',
+        agentId,
+        event: checked,
+        idempotencyKey: idempotencyKey ?? null,
+        // Kept with the key: the same key again with another body is refused, not taken for a retry.
+        ...(idempotencyKey === undefined ? {} : { bodyHash: eventBodyHash(checked) }),
+        at: new Date().toISOString(),
+      })
+      .catch((err: unknown) => this.refusedEvent(agentId, err))) as { seq: number; duplicate: boolean };
     if (!result.duplicate) await this.live.handOver(agentId, result.seq, checked, idempotencyKey ?? null);
     return result;
+  }
+
+  /**
+   * The row of an agent not in memory, when it takes events. One in error does not
+   * (AgentInErrorError). An active one is brought into memory first (its event's hand-over would
+   * wake it anyway): if its stored state cannot be used it is quarantined now, and the event is
+   * refused rather than stranded in an inbox nobody will read.
+   */
+  private async takingEvents(agentId: string): Promise<AgentRecord> {
+    let agent = await this.agentOrThrow(agentId);
+    if (agent.status === 'active' && !(await this.live.wake(agentId))) agent = await this.agentOrThrow(agentId);
+    if (agent.status === 'error') throw new AgentInErrorError(agentId, agentErrorView(agent.error));
+    return agent;
+  }
+
+  /** An event the store refused: for an agent that went into error meanwhile, says so (409 agent_in_error). */
+  private async refusedEvent(agentId: string, err: unknown): Promise<never> {
+    if (err instanceof ConflictError) {
+      const agent = await this.store.getAgent(agentId);
+      if (agent?.status === 'error') throw new AgentInErrorError(agentId, agentErrorView(agent.error));
+    }
+    throw err;
   }
 
   /**
@@ -358,8 +387,29 @@ export class Runtime {
       })
       .catch((err: unknown) => this.committer.requestFailed(err));
     if (!created) throw new ConflictError(`An agent with id "${newId}" already exists.`);
-    if (agent.status === 'active') await this.live.activate(agent, { ...checkpoint, agentId: newId, seq: 1 });
+    if (agent.status === 'active') {
+      // A source in error never takes the events it acknowledged and had not read: the fork does.
+      const carried = source.status === 'error' ? await this.carryInbox(source, newId) : 0;
+      await this.live.activate({ ...agent, eventSeq: carried }, { ...checkpoint, agentId: newId, seq: 1 });
+    }
     return this.ownView(newId); // a new agent: no children
+  }
+
+  /**
+   * Copies the events an agent accepted and never read (after its inbox position) into a new
+   * fork's inbox, in order and under their keys (a sender retrying against the fork is answered
+   * as a duplicate), in one batch; their number. The source keeps them: each fork gets them.
+   */
+  private async carryInbox(source: AgentRecord, forkId: string): Promise<number> {
+    const unread = await this.store.eventsAfter(source.id, source.inboxPosition);
+    const at = new Date().toISOString();
+    // Enqueued in one turn: one batch, one transaction.
+    await Promise.all(
+      unread.map(({ event, idempotencyKey }) =>
+        this.committer.enqueue({ kind: 'event', agentId: forkId, event, idempotencyKey, ...(idempotencyKey === null ? {} : { bodyHash: eventBodyHash(event) }), at }),
+      ),
+    );
+    return unread.length;
   }
 
   // --- queries ----------------------------------------------------------------------------------
@@ -390,9 +440,17 @@ export class Runtime {
     return (host && liveView(host)) ?? storedView(this.store, agent);
   }
 
-  async list(query: AgentQuery): Promise<Page<AgentView>> {
+  /**
+   * One page of agents, oldest first: summaries, from their rows alone (no checkpoint is read); with
+   * `include: 'context'`, whole views (each agent not in memory has its last checkpoint read).
+   */
+  list(query: AgentQuery): Promise<Page<AgentSummary>>;
+  list(query: AgentQuery, options: { include: 'context' }): Promise<Page<AgentView>>;
+  list(query: AgentQuery, options?: { include?: 'context' }): Promise<Page<AgentSummary | AgentView>>;
+  async list(query: AgentQuery, options: { include?: 'context' } = {}): Promise<Page<AgentSummary | AgentView>> {
     this.assertOpen('list agents');
     const page = await this.store.listAgents(query);
+    if (options.include !== 'context') return { items: page.items.map(toAgentSummary), nextCursor: page.nextCursor };
     const items = await Promise.all(page.items.map((agent) => this.viewOf(agent)));
     return { items, nextCursor: page.nextCursor };
   }

@@ -1,5 +1,6 @@
 import type { AgentRecord, AgentStatus, CheckpointRecord, Store } from '../store/store.js';
 import type { AgentHost } from './agent-host.js';
+import { agentErrorView, thrownErrorView, type AgentErrorView } from './agent-error.js';
 import { contextOf } from './restore.js';
 
 /** The agent view of the contract. */
@@ -21,6 +22,8 @@ export interface AgentView {
    * runtime's LLM gate (only in a single agent's view; not a failure: it is served in turn).
    */
   waiting?: 'llm_capacity';
+  /** Why an agent in `error` is there (quarantined: its stored state cannot be used; or its machine threw); only then. */
+  error?: AgentErrorView;
 }
 
 export function toAgentView(
@@ -37,6 +40,7 @@ export function toAgentView(
     createdAt: agent.createdAt,
     updatedAt: latest?.updatedAt ?? agent.updatedAt,
     ...(agent.parent ? { parent: agent.parent } : {}),
+    ...(agent.status === 'error' ? { error: agentErrorView(agent.error) } : {}),
   };
 }
 
@@ -54,6 +58,7 @@ export function liveView(host: AgentHost): AgentView | undefined {
     createdAt: host.createdAt,
     updatedAt: latest.at,
     ...(host.parent !== undefined ? { parent: host.parent } : {}),
+    ...(latest.status === 'error' ? { error: thrownErrorView(host.snapshot().error) } : {}),
   };
 }
 

@@ -159,14 +159,20 @@ export type Write =
       parts?: readonly SnapshotPart[];
     } & EffectWrite)
   | { kind: 'status'; agentId: string; status: AgentStatus; error: SerializedError | null; at: string }
-  /** An event into the agent's inbox: batched like the rest, so acknowledging events is group-committed too. */
-  | { kind: 'event'; agentId: string; event: InboxEvent; idempotencyKey: string | null; at: string };
+  /**
+   * An event into the agent's inbox: batched like the rest, so acknowledging events is group-committed too.
+   * `bodyHash` (`eventBodyHash(event)`), with a key: kept with it, and an event under the same key
+   * with another hash is refused (IdempotencyKeyReusedError) instead of answered as a duplicate.
+   * Without it (the runtime's own reports: a child ends once, whatever it says) the key alone decides.
+   */
+  | { kind: 'event'; agentId: string; event: InboxEvent; idempotencyKey: string | null; bodyHash?: string; at: string };
 
 /**
  * What `commit` says of each write, in order: an event's seq (`duplicate` when its idempotency key
  * was seen before), nothing for any other write taken, or why that one write was refused. A refused
  * write changes nothing and fails no other write:
- * - an event for an unknown agent (NotFoundError) or for one that has ended (ConflictError);
+ * - an event for an unknown agent (NotFoundError) or for one that has ended (ConflictError), or under
+ *   a key seen before with another body hash, both hashes known (IdempotencyKeyReusedError);
  * - a checkpoint, consume or effect for an agent that has ended (stopped, done, error), and a status
  *   write that would change an ended agent's status (FencedError): no write brings an agent back;
  * - on a shared store, a write only the agent's owner may make, from another process (FencedError).

@@ -10,7 +10,9 @@
  *   (NotFoundError) and nothing of it is written.
  * - An event is taken for an active agent (the next seq of its inbox), and refused for an unknown
  *   agent (NotFoundError) or one that has ended (ConflictError); a key seen before gives its event
- *   back, whatever the agent's status.
+ *   back, whatever the agent's status, unless both events carry a body hash and they differ: then
+ *   the key was reused for another event (IdempotencyKeyReusedError). A key kept without a hash
+ *   (the runtime's own reports, events stored before hashes were) answers any body.
  * - A checkpoint, consume or effect is taken only while the agent is active: a stopped or finished
  *   agent never comes back to life. Otherwise it is refused with a FencedError, as a write from a
  *   process that no longer runs the agent is: the runtime lets such an agent go without calling it
@@ -28,7 +30,7 @@
  *
  * A refused write changes nothing and fails no other write of the batch.
  */
-import { ConflictError, FencedError, NotFoundError } from '../core/errors.js';
+import { ConflictError, FencedError, IdempotencyKeyReusedError, NotFoundError } from '../core/errors.js';
 import type { AgentChange, AgentStatus, NewAgent, Write, WriteResult } from './store.js';
 import { nextDeadline } from './timers.js';
 
@@ -47,8 +49,8 @@ export interface AgentRead {
 export interface PlanInput {
   /** The row of agent `id` as committed before the batch; undefined: no such agent. Asked once per agent the batch names. */
   agent(id: string): AgentRead | undefined;
-  /** The seq of the event committed before the batch under this idempotency key, if any (asked only for existing agents). */
-  committedEvent(agentId: string, idempotencyKey: string): number | undefined;
+  /** The event committed before the batch under this idempotency key, if any (asked only for existing agents). */
+  committedEvent(agentId: string, idempotencyKey: string): KeyedEvent | undefined;
   /** On a store many processes share: this process, the owner that its guarded writes must find. */
   processId?: string;
   /** List the `changes` (a store that other processes share announces them; the others need not). */
@@ -59,6 +61,12 @@ export interface PlanInput {
  * An agent row after the batch: one row per agent however many writes named it (the stores write
  * each changed row once, with its final values).
  */
+/** What a key answers: its event's seq, and the body hash kept with it (null: none was). */
+export interface KeyedEvent {
+  seq: number;
+  bodyHash: string | null;
+}
+
 export interface AgentAfter {
   id: string;
   status: AgentStatus;
@@ -159,8 +167,8 @@ class AgentState implements AgentAfter {
 class WritePlanner {
   /** Every agent the batch named so far; null: no such agent. */
   private readonly agents = new Map<string, AgentState | null>();
-  /** Keys of the events accepted in this batch: agent id → key → seq. */
-  private readonly acceptedKeys = new Map<string, Map<string, number>>();
+  /** Keys of the events accepted in this batch: agent id → key → its event. */
+  private readonly acceptedKeys = new Map<string, Map<string, KeyedEvent>>();
   private readonly effectKeys = new Set<string>();
   private readonly plan: WritePlan = { results: [], agents: [], checkpoints: [], events: [], effects: [], changes: [], spawned: [] };
   /** Each agent's newest applied checkpoint: one change per agent, not per transition. */
@@ -205,14 +213,20 @@ class WritePlanner {
     const keys = this.acceptedKeys.get(w.agentId);
     const existing =
       w.idempotencyKey === null ? undefined : (keys?.get(w.idempotencyKey) ?? this.input.committedEvent(w.agentId, w.idempotencyKey));
-    if (existing !== undefined) return { seq: existing, duplicate: true };
+    if (existing !== undefined) {
+      if (w.bodyHash !== undefined && existing.bodyHash !== null && existing.bodyHash !== w.bodyHash) {
+        return { refused: new IdempotencyKeyReusedError(w.agentId, w.idempotencyKey!, existing.seq) };
+      }
+      return { seq: existing.seq, duplicate: true };
+    }
     if (agent.status !== 'active') return { refused: new ConflictError(`Agent "${w.agentId}" is ${agent.status}; it takes no more events.`) };
     const seq = ++agent.eventSeq;
     agent.eventsAccepted = true;
     agent.changed = true;
     if (w.idempotencyKey !== null) {
-      if (keys) keys.set(w.idempotencyKey, seq);
-      else this.acceptedKeys.set(w.agentId, new Map([[w.idempotencyKey, seq]]));
+      const keyed = { seq, bodyHash: w.bodyHash ?? null };
+      if (keys) keys.set(w.idempotencyKey, keyed);
+      else this.acceptedKeys.set(w.agentId, new Map([[w.idempotencyKey, keyed]]));
     }
     this.plan.events.push({ write: w, seq });
     if (this.input.announce) this.plan.changes.push({ kind: 'event', agentId: w.agentId, seq, owner: agent.owner });

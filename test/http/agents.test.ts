@@ -1,5 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createServer } from '../../src/http/app.js';
 import { createOpenAiClient } from '../../src/llm/openai-client.js';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { startRuntime } from '../helpers/runtime.js';
 import type { AgentView } from '../../src/runtime/views.js';
 import { startFakeOpenAI } from '../support/fake-openai.js';
 import { getJson, isIdleWith, postJson, readJson, spawn, testApp, waitForView, type TestApp } from './harness.js';
@@ -100,7 +103,37 @@ describe('GET /agents', () => {
     expect(await ids('status=done')).toEqual([]);
   });
 
+  it('lists summaries, no context and no checkpoint read; include=context gives the whole views', async () => {
+    t = await testApp();
+    const long = `Summarise this: ${'a long conversation '.repeat(2_000)}`;
+    for (const id of ['s1', 's2']) await spawn(t.app, id, { tasks: [long] });
+    await waitForView(t.app, 's1', isIdleWith(1));
+    await waitForView(t.app, 's2', isIdleWith(1));
+    // Out of memory, as most agents of a long-running server are: a view would read each one's checkpoint.
+    await t.runtime.close();
+    const store = await openSqliteStore(t.store.location);
+    const { runtime } = await startRuntime({ store, passivateAfterMs: 60_000 });
+    const app = createServer({ runtime });
+    const reads = vi.spyOn(store, 'getCheckpoint');
+    try {
+      const summaries = await getJson(app, '/agents');
+      expect(summaries.body.items).toEqual(
+        ['s1', 's2'].map((id) => ({ id, machine: 'agent', status: 'active', state: 'idle', progress: 1, createdAt: expect.any(String), updatedAt: expect.any(String) })),
+      );
+      expect(reads).not.toHaveBeenCalled();
+      expect(JSON.stringify(summaries.body).length).toBeLessThan(1_000);
+      const whole = await getJson(app, '/agents?include=context');
+      const { children: _none, ...view } = (await getJson(app, '/agents/s1')).body;
+      expect(whole.body.items[0]).toEqual(view);
+      expect(whole.body.items[0].context.queue).toBeDefined();
+      expect(JSON.stringify(whole.body).length).toBeGreaterThan(2 * long.length);
+    } finally {
+      await runtime.close();
+    }
+  });
+
   it.each([
+    ['include=children'],
     ['limit=0'],
     ['limit=1001'],
     ['limit=abc'],

@@ -44,6 +44,23 @@ describe('POST /agents/:id/events', () => {
     await waitForView(t.app, 'e2', isIdleWith(2));
   });
 
+  it('answers 422 idempotency_key_reused for the same Idempotency-Key with another body, and stores nothing for it', async () => {
+    t = await testApp();
+    await spawn(t.app, 'e3');
+    const send = (body: unknown) => postJson(t.app, '/agents/e3/events', body, { 'Idempotency-Key': 'key-1' });
+    expect(await readJson(await send({ type: 'task.add', task: 'first' }))).toEqual({ seq: 1 });
+    for (const other of [{ type: 'task.add', task: 'second' }, { type: 'finish' }]) {
+      const res = await send(other);
+      expect(res.status).toBe(422);
+      expect((await readJson(res)).error).toMatchObject({ code: 'idempotency_key_reused', message: expect.stringContaining('key-1') });
+    }
+    // The same body (its keys in any order) is the same event: the same 202 {seq}.
+    const again = await send({ task: 'first', type: 'task.add' });
+    expect([again.status, await readJson(again), again.headers.get('idempotent-replayed')]).toEqual([202, { seq: 1 }, 'true']);
+    expect((await t.store.eventsAfter('e3', 0)).map((e) => e.event)).toEqual([{ type: 'task.add', task: 'first' }]);
+    await waitForView(t.app, 'e3', isIdleWith(1));
+  });
+
   it('answers 422 invalid_event listing the known types for an event the machine does not know', async () => {
     t = await testApp();
     await spawn(t.app, 'e3');

@@ -4,8 +4,9 @@
  * suite against a fresh store of its own.
  */
 import { describe, expect, it } from 'vitest';
-import { ConflictError, FencedError, InvalidInputError, NotFoundError } from '../../src/core/errors.js';
+import { ConflictError, FencedError, IdempotencyKeyReusedError, InvalidInputError, NotFoundError } from '../../src/core/errors.js';
 import { CheckpointEncoder } from '../../src/store/checkpoint-encoding.js';
+import { eventBodyHash } from '../../src/store/event-hash.js';
 import type { AppendResult, InboxEvent, Store, Write, WriteResult } from '../../src/store/store.js';
 
 const at = (ms = 0) => new Date(Date.UTC(2026, 10, 30, 5, 41, 7, ms)).toISOString();
@@ -146,6 +147,39 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       expect(results[3]).toEqual({ seq: 1, duplicate: true });
       expect(results[4]).toEqual({ seq: 2, duplicate: false });
       expect(await store.getAgent('a1')).toMatchObject({ lastSeq: 1, eventSeq: 2 });
+      await store.close();
+    });
+
+    it('refuses a key used again for another body when both carry a hash, in one batch or later, also once pruning cut the body; without a hash the key alone decides', async () => {
+      const store = await open();
+      await store.createAgent(newAgent('a1'));
+      const ev = (event: InboxEvent, key: string, hashed = true): Write => ({
+        kind: 'event', agentId: 'a1', event, idempotencyKey: key, ...(hashed ? { bodyHash: eventBodyHash(event) } : {}), at: at(),
+      });
+      const reused = { refused: expect.any(IdempotencyKeyReusedError) };
+      // Another payload in the same batch is refused; the same body with its keys in another order is the same event.
+      expect(await store.commit([ev({ type: 'x', v: 1 }, 'k'), ev({ type: 'x', v: 2 }, 'k'), ev({ v: 1, type: 'x' }, 'k')])).toEqual([
+        { seq: 1, duplicate: false },
+        reused,
+        { seq: 1, duplicate: true },
+      ]);
+      // Another type, or payload, in a later batch.
+      expect(await store.commit([ev({ type: 'y', v: 1 }, 'k'), ev({ type: 'x', v: 1, w: 0 }, 'k'), ev({ type: 'x', v: 1 }, 'k')])).toEqual([
+        reused,
+        reused,
+        { seq: 1, duplicate: true },
+      ]);
+      // Without a hash (the runtime's own reports) the key alone decides, and a key kept without one answers any body.
+      expect(await store.commit([ev({ type: 'x', v: 3 }, 'k', false)])).toEqual([{ seq: 1, duplicate: true }]);
+      await store.commit([ev({ type: 'r', v: 1 }, 'report', false)]);
+      expect(await store.commit([ev({ type: 'r', v: 2 }, 'report')])).toEqual([{ seq: 2, duplicate: true }]);
+      expect(await store.getAgent('a1')).toMatchObject({ eventSeq: 2 });
+      // Pruning cuts a consumed keyed event to its type: the hash kept with its key still tells another body apart.
+      await store.commit([checkpoint('a1', 1, { inboxPosition: 2 }), checkpoint('a1', 2, { inboxPosition: 2 })]);
+      await store.pruneHistory('a1', { keepNewest: 1 }, { parts: true });
+      expect((await store.eventsAfter('a1', 0))[0]).toMatchObject({ seq: 1, event: { type: 'x' } });
+      expect(await store.commit([ev({ type: 'x', v: 1 }, 'k'), ev({ type: 'x' }, 'k')])).toEqual([{ seq: 1, duplicate: true }, reused]);
+      expect(await store.getAgent('a1')).toMatchObject({ eventSeq: 2 });
       await store.close();
     });
 

@@ -6,6 +6,7 @@ import { asStoreUnavailable } from '../../store/unavailable.js';
 import type { Logger } from '../../core/logger.js';
 import type { AppEnv } from '../env.js';
 import { HttpError, routeNotFound } from '../errors.js';
+import { clientWentAway } from './node-request.js';
 
 /** The one table from error codes to statuses. A code missing here is a bug: it answers 500. */
 const STATUS_BY_CODE: Record<string, ContentfulStatusCode> = {
@@ -17,10 +18,13 @@ const STATUS_BY_CODE: Record<string, ContentfulStatusCode> = {
   unauthorized: 401,
   not_found: 404,
   conflict: 409,
+  // The agent's stored state cannot be used, or its machine threw: its view's `error` says which.
+  agent_in_error: 409,
   checkpoint_pruned: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
   invalid_event: 422,
+  idempotency_key_reused: 422,
   // Stored data that cannot be read back is our fault, not the caller's.
   corrupt_state: 500,
   schema_too_new: 500,
@@ -29,6 +33,9 @@ const STATUS_BY_CODE: Record<string, ContentfulStatusCode> = {
   // A process serving a store read-only (serve --read-only): the one that runs the agents takes writes.
   read_only: 503,
 };
+
+/** nginx's status for a request its client abandoned: a 4xx, because the client ended it. */
+const CLIENT_CLOSED_REQUEST = 499 as ContentfulStatusCode;
 
 /** Hono's own exceptions (validator, media-type gate, body limit) carry only a status. */
 const CODE_BY_STATUS: Partial<Record<number, string>> = {
@@ -53,6 +60,12 @@ export function createErrorHandler(fallbackLog: Logger): ErrorHandler<AppEnv> {
   return function onError(err, c) {
     const log = requestLog(c, fallbackLog);
     if (err instanceof HttpError) return c.json(body(err.code, err.message), err.status, err.headers);
+    // A read that failed because the client hung up (mid-body): not the server's failure, and anyone
+    // could inflate the 5xx rate with it. Nobody reads this answer; metrics and the log see a 499.
+    if (!(err instanceof AgentsError) && clientWentAway(c)) {
+      log.info({ reason: err instanceof Error ? err.message : String(err) }, 'the client hung up before the request was answered');
+      return c.json(body('client_closed_request', 'The client closed the connection before the request was answered.'), CLIENT_CLOSED_REQUEST);
+    }
     // Ours, or a driver's error from a read the store failed the same way (SQLite, Postgres): a 503, never a 500.
     const unavailable = err instanceof AgentsError ? (err instanceof StoreUnavailableError ? err : undefined) : asStoreUnavailable(err, { errno: false });
     if (unavailable) return storeUnavailable(c, unavailable);

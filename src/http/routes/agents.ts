@@ -1,6 +1,6 @@
 /** Agents as a resource: spawn, list, read, stop, and fork one from a checkpoint. */
 import { createRoute, z } from '@hono/zod-openapi';
-import { AgentParamsSchema, AgentStatusSchema, AgentViewSchema, IdSchema, intParam } from './schemas.js';
+import { AgentListItemSchema, AgentParamsSchema, AgentStatusSchema, AgentViewSchema, IdSchema, intParam } from './schemas.js';
 import { BODY_ERRORS, errorResponses, jsonRequestBody, jsonResponse, withJsonBody, type ApiApp, type RouteDeps } from './openapi.js';
 
 const DEFAULT_PAGE_SIZE = 100;
@@ -28,10 +28,14 @@ const ListQuerySchema = z.object({
     .max(200)
     .optional()
     .openapi({ param: { name: 'cursor', in: 'query' }, description: '`nextCursor` of the previous page' }),
+  include: z
+    .enum(['context'])
+    .optional()
+    .openapi({ param: { name: 'include', in: 'query' }, description: '`context`: each item is the whole view, context included (a page may then be large)' }),
 });
 
 const AgentPageSchema = z
-  .object({ items: z.array(AgentViewSchema), nextCursor: z.string().nullable() })
+  .object({ items: z.array(AgentListItemSchema), nextCursor: z.string().nullable() })
   .openapi('AgentPage');
 
 const ForkBodySchema = z
@@ -101,8 +105,9 @@ export function registerAgentRoutes(app: ApiApp, { runtime, metrics, jsonBody }:
   });
 
   app.openapi(listAgentsRoute, async (c) => {
-    const { limit = DEFAULT_PAGE_SIZE, ...filters } = c.req.valid('query');
-    return c.json(await runtime.list({ ...definedOnly(filters), limit }), 200); // a bad cursor: the store's 400
+    const { limit = DEFAULT_PAGE_SIZE, include, ...filters } = c.req.valid('query');
+    // Summaries unless asked: a page of agents with long conversations would be hundreds of megabytes.
+    return c.json(await runtime.list({ ...definedOnly(filters), limit }, { ...(include ? { include } : {}) }), 200); // a bad cursor: the store's 400
   });
 
   app.openapi(getAgentRoute, async (c) => c.json(await runtime.view(c.req.valid('param').id), 200));

@@ -21,7 +21,7 @@ const EventHeadersSchema = z.object({
     .min(1)
     .max(255)
     .optional()
-    .openapi({ description: 'The same key again returns the same 202 {"seq"} and adds no event' }),
+    .openapi({ description: 'The same key again returns the same 202 {"seq"} and adds no event; with another body, a 422 `idempotency_key_reused`' }),
 });
 
 const AcceptedSchema = z.object({ seq: z.number().int() }).openapi('Accepted');

@@ -26,11 +26,11 @@ const ERROR_TEXT = {
   400: 'Malformed JSON, an invalid field or parameter (`malformed_json`, `invalid_input`, `invalid_id`)',
   401: 'Missing or wrong bearer token (`unauthorized`)',
   404: 'Unknown agent, machine, checkpoint or route (`not_found`)',
-  409: 'Conflict with the stored state (`conflict`)',
+  409: 'Conflict with the stored state (`conflict`), or an event for an agent in error (`agent_in_error`)',
   410: 'The checkpoint was pruned by the retention policy (`checkpoint_pruned`)',
   413: 'Body over the limit (`payload_too_large`)',
   415: 'Body not sent as application/json (`unsupported_media_type`)',
-  422: 'Event not valid for the machine (`invalid_event`)',
+  422: 'Event not valid for the machine (`invalid_event`), or an Idempotency-Key already used for another event (`idempotency_key_reused`)',
   503: 'The store takes no writes now (`store_unavailable`, with `reason` and `Retry-After`: disk full, file read-only or gone, database out of reach), or the server is shutting down (`runtime_closed`)',
 } as const;
 

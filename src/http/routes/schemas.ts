@@ -36,20 +36,40 @@ export const ErrorSchema = z
 
 export const AgentStatusSchema = z.enum(AGENT_STATUSES).openapi('AgentStatus');
 
+export const AgentErrorSchema = z
+  .object({
+    code: z.enum(['version_unknown', 'snapshot_unreadable', 'restore_failed', 'machine_error']),
+    message: z.string(),
+  })
+  .openapi('AgentError', { description: 'Why an agent is in `error` (docs/http-api.md, "The agent view")' });
+
+/** What a list item and a whole view both have. */
+const agentSummaryFields = {
+  id: z.string(),
+  machine: z.string(),
+  status: AgentStatusSchema,
+  state: z.unknown().openapi({ description: 'The XState state value, e.g. "idle" or {"callingLLM":"requesting"}' }),
+  progress: z.number().int(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  parent: z.string().optional().openapi({ description: 'A child agent: the agent that spawned it (spawnAgent, or an agent tool)' }),
+  error: AgentErrorSchema.optional().openapi({ description: 'Only when `status` is `error`: why' }),
+};
+
+const contextField = z.unknown().openapi({ description: "The machine's context at its last committed checkpoint" });
+
 export const AgentViewSchema = z
   .object({
-    id: z.string(),
-    machine: z.string(),
-    status: AgentStatusSchema,
-    state: z.unknown().openapi({ description: 'The XState state value, e.g. "idle" or {"callingLLM":"requesting"}' }),
-    context: z.unknown().openapi({ description: "The machine's context at its last committed checkpoint" }),
-    progress: z.number().int(),
-    createdAt: Timestamp,
-    updatedAt: Timestamp,
-    parent: z.string().optional().openapi({ description: 'A child agent: the agent that spawned it (spawnAgent, or an agent tool)' }),
+    ...agentSummaryFields,
+    context: contextField,
     children: z.array(z.string()).optional().openapi({ description: 'GET /agents/{id} only: the agents this one spawned, oldest first' }),
   })
   .openapi('Agent');
+
+/** An item of `GET /agents`: the view without its context, unless `include=context` asked for it. */
+export const AgentListItemSchema = z
+  .object({ ...agentSummaryFields, context: contextField.optional() })
+  .openapi('AgentListItem', { description: 'An agent summary; with `include=context`, its whole view' });
 
 /** `/agents/{id}/…`: the agent the route is about. */
 export const AgentParamsSchema = z.object({

@@ -35,7 +35,8 @@ interface AgentData {
   /** The earliest deadline of its last checkpoint's delays (the SQL stores' `wake_at`). */
   wakeAt: number | null;
   parts: Map<string, string>;
-  events: EventRecord[];
+  /** With the body hash kept under its key (`bodyHash`), as the SQL stores' `body_hash` column. */
+  events: (EventRecord & { bodyHash: string | null })[];
   actions: ActionRecord[];
 }
 
@@ -105,7 +106,9 @@ export class MemoryStore implements Store {
   }
 
   async eventsAfter(agentId: string, position: number): Promise<EventRecord[]> {
-    return (this.agents.get(agentId)?.events ?? []).filter((e) => e.seq > position).map((e) => ({ ...e, event: copy(e.event) }));
+    return (this.agents.get(agentId)?.events ?? [])
+      .filter((e) => e.seq > position)
+      .map(({ bodyHash: _bodyHash, ...e }) => ({ ...e, event: copy(e.event) }));
   }
 
   /**
@@ -115,7 +118,7 @@ export class MemoryStore implements Store {
    */
   async commit(writes: readonly Write[]): Promise<WriteResult[]> {
     const agent = (id: string): AgentRead | undefined => this.agents.get(id)?.record;
-    const committedEvent = (agentId: string, key: string) => this.agents.get(agentId)?.events.find((e) => e.idempotencyKey === key)?.seq;
+    const committedEvent = (agentId: string, key: string) => this.agents.get(agentId)?.events.find((e) => e.idempotencyKey === key);
     const plan = planWrites(writes, { agent, committedEvent });
     this.checkKeys(plan);
     this.write(plan);
@@ -153,7 +156,8 @@ export class MemoryStore implements Store {
       }
     }
     for (const { write: w, seq } of plan.events) {
-      this.agents.get(w.agentId)!.events.push({ agentId: w.agentId, seq, event: copy(w.event), idempotencyKey: w.idempotencyKey, createdAt: w.at });
+      const bodyHash = w.bodyHash ?? null;
+      this.agents.get(w.agentId)!.events.push({ agentId: w.agentId, seq, event: copy(w.event), idempotencyKey: w.idempotencyKey, bodyHash, createdAt: w.at });
     }
     for (const w of plan.effects) {
       // Later checkpoints may refer to an effect's parts (the encoder counts them stored).

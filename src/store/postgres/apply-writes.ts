@@ -15,7 +15,7 @@ import type { ActionWrite, Write, WriteResult } from '../store.js';
 import { formatCode, json } from '../rows.js';
 import {
   agentsNamed, keyedEvents, planWrites, type AcceptedEvent, type AgentAfter, type AgentRead, type AppliedCheckpoint, type WriteOf,
-  type WritePlan,
+  type KeyedEvent, type WritePlan,
 } from '../write-plan.js';
 import { notificationPayload } from './inbox-listener.js';
 
@@ -84,7 +84,7 @@ async function lockAgents(client: pg.ClientBase, writes: readonly Write[]): Prom
 }
 
 /**
- * The seqs of committed events under the keys the batch's events carry. A statement of its own,
+ * The committed events (seq, body hash) under the keys the batch's events carry. A statement of its own,
  * after the row locks: it sees an event that another process committed under the same key while
  * this one waited for a lock, so a key yields one event.
  */
@@ -92,14 +92,14 @@ async function committedEventKeys(
   client: pg.ClientBase,
   writes: readonly Write[],
   agents: ReadonlyMap<string, AgentRead>,
-): Promise<Map<string, Map<string, number>>> {
+): Promise<Map<string, Map<string, KeyedEvent>>> {
   // Outbox messages included: a checkpoint committed again after a crash sends none of them twice.
   const keyed = keyedEvents(writes).filter((e) => agents.has(e.agentId));
-  const found = new Map<string, Map<string, number>>();
+  const found = new Map<string, Map<string, KeyedEvent>>();
   if (keyed.length === 0) return found;
-  const { rows } = await client.query<{ agent_id: string; idempotency_key: string; seq: number }>(
+  const { rows } = await client.query<{ agent_id: string; idempotency_key: string; seq: number; body_hash: string | null }>(
     prepared(
-      `select e.agent_id, e.idempotency_key, e.seq
+      `select e.agent_id, e.idempotency_key, e.seq, e.body_hash
        from events e join unnest($1::text[], $2::text[]) as k (agent_id, idempotency_key) using (agent_id, idempotency_key)`,
       [keyed.map((e) => e.agentId), keyed.map((e) => e.key)],
     ),
@@ -107,7 +107,7 @@ async function committedEventKeys(
   for (const row of rows) {
     let keys = found.get(row.agent_id);
     if (!keys) found.set(row.agent_id, (keys = new Map()));
-    keys.set(row.idempotency_key, row.seq);
+    keys.set(row.idempotency_key, { seq: Number(row.seq), bodyHash: row.body_hash });
   }
   return found;
 }
@@ -251,6 +251,7 @@ function insertEvents(statement: Statement, events: readonly AcceptedEvent[]): s
     ['type', 'text', events.map((e) => e.write.event.type)],
     ['body', 'text', events.map((e) => JSON.stringify(e.write.event))],
     ['idempotency_key', 'text', events.map((e) => e.write.idempotencyKey)],
+    ['body_hash', 'text', events.map((e) => e.write.bodyHash ?? null)],
     ['created_at', 'text', events.map((e) => e.write.at)],
   ]);
 }

@@ -148,6 +148,16 @@ export const migrations: readonly Migration[] = [
       create index agents_parent on agents (parent) where parent is not null;
     `,
   },
+  {
+    // An event sent under an Idempotency-Key keeps the sha256 of its canonical JSON (../event-hash.ts):
+    // the same key with another body is refused, also once pruning has cut the body to its type.
+    // Null for events stored before, and for the runtime's own reports (their key alone decides).
+    id: 8,
+    name: 'event body hashes',
+    sql: `
+      alter table events add column body_hash text;
+    `,
+  },
 ];
 
 /** Brings the schema up to date, one transaction per migration; refuses a newer schema. */

@@ -16,7 +16,7 @@
 import type Database from 'better-sqlite3';
 import type { Write, WriteResult } from '../store.js';
 import { formatCode, json } from '../rows.js';
-import { planWrites, type AgentAfter, type AgentRead, type WritePlan } from '../write-plan.js';
+import { planWrites, type AgentAfter, type AgentRead, type KeyedEvent, type WritePlan } from '../write-plan.js';
 
 /** The most agent rows kept; beyond it they are forgotten and read again (each is ~100 bytes). */
 const MAX_KNOWN = 100_000;
@@ -34,7 +34,7 @@ export class SqliteWrites {
       agent: q('select id, status, event_seq as eventSeq, inbox_position as inboxPosition from agents where id = ?'),
       // Changes when another connection commits; this connection's own commits leave it alone.
       dataVersion: q('pragma data_version').pluck(),
-      eventByKey: q('select seq from events where agent_id = ? and idempotency_key = ?').pluck(),
+      eventByKey: q('select seq, body_hash as bodyHash from events where agent_id = ? and idempotency_key = ?'),
       insertCheckpoint: q(
         `insert into checkpoints (agent_id, seq, machine_version, event_type, state, status, progress, snapshot, encoded, base_seq, timers, created_at)
          values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -51,7 +51,7 @@ export class SqliteWrites {
         `insert into snapshot_parts (agent_id, hash, seq, body) values (?, ?, ?, ?)
          on conflict (agent_id, hash) do update set seq = max(snapshot_parts.seq, excluded.seq)`,
       ),
-      insertEvent: q('insert into events (agent_id, seq, type, body, idempotency_key, created_at) values (?, ?, ?, ?, ?, ?)'),
+      insertEvent: q('insert into events (agent_id, seq, type, body, idempotency_key, body_hash, created_at) values (?, ?, ?, ?, ?, ?, ?)'),
       // A key recorded by an earlier batch keeps its first result (the plan keeps the batch's first).
       insertEffect: q(
         'insert into effects (idempotency_key, agent_id, seq, result, encoded, created_at) values (?, ?, ?, ?, ?, ?) on conflict do nothing',
@@ -77,7 +77,7 @@ export class SqliteWrites {
       ),
     };
     const agent = (id: string) => this.agent(id);
-    const committedEvent = (agentId: string, key: string) => this.sql.eventByKey.get(agentId, key) as number | undefined;
+    const committedEvent = (agentId: string, key: string) => this.sql.eventByKey.get(agentId, key) as KeyedEvent | undefined;
     this.transaction = db.transaction((writes: readonly Write[]) => {
       const version = this.sql.dataVersion.get();
       if (version !== this.dataVersion || this.known.size > MAX_KNOWN) {
@@ -128,7 +128,7 @@ export class SqliteWrites {
       }
     }
     for (const { write: w, seq } of plan.events) {
-      sql.insertEvent.run(w.agentId, seq, w.event.type, JSON.stringify(w.event), w.idempotencyKey, w.at);
+      sql.insertEvent.run(w.agentId, seq, w.event.type, JSON.stringify(w.event), w.idempotencyKey, w.bodyHash ?? null, w.at);
     }
     for (const w of plan.effects) {
       if (w.parts) for (const part of w.parts) sql.insertPart.run(w.agentId, part.hash, w.seq, part.body);
