@@ -10,7 +10,7 @@ export type { ActorDeclaration, ActorKind, MachineDefinition, MachineRetention, 
 export { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from './durable/commit-barrier.js';
 export { sleepUntil } from './durable/sleep-until.js';
 export { sendToAgent, type AgentMessage, type SendArgs } from './durable/send-to-agent.js';
-export { spawnAgent, SPAWN_EVENT, type SpawnEmit } from './durable/spawn-agent.js';
+export { spawnAgent, SPAWN_EVENT, type SpawnEmit, type SpawnResolvable } from './durable/spawn-agent.js';
 export { CHILD_EVENT_TYPES, reportKey, type ChildDoneEvent, type ChildEvent, type ChildFailedEvent, type ChildResponseEvent } from './durable/child-events.js';
 export { lintDefinition, lintMachine, LINT_CODES, type LintCode, type LintFinding, type LintSeverity } from './durable/lint.js';
 export { agentDefinition, AGENT_ACTORS, type AgentDependencies } from './agents/reference/definition.js';
@@ -26,6 +26,7 @@ export { createSimulatedLlm } from './llm/simulated-client.js';
 export * from './core/errors.js';
 export { createLogger, type Logger, type LoggerOptions, type LogFormat, type LogLevel } from './core/logger.js';
 export type { AgentView } from './runtime/views.js';
+export type { MachineAgents, SpawnInputOf } from './runtime/typed-agents.js';
 export type { RuntimeObserver } from './runtime/observer.js';
 export { combineObservers } from './observability/combine-observers.js';
 export { createTracingObserver } from './observability/tracing.js';

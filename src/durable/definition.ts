@@ -2,11 +2,16 @@ import type { AnyStateMachine } from 'xstate';
 import type { z } from 'zod';
 import type { LintWarningCode } from './lint.js';
 
-/** A statechart the runtime can run, as registered by the user. */
-export interface MachineDefinition {
+/**
+ * A statechart the runtime can run, as registered by the user. `TMachine`: the machine's own type,
+ * kept by a definition written `{ … } satisfies MachineDefinition` (or typed
+ * `MachineDefinition<typeof myMachine>`), so that `runtime.agentsOf(definition)` types views and
+ * events by it; `MachineDefinition` alone takes any machine.
+ */
+export interface MachineDefinition<TMachine extends AnyStateMachine = AnyStateMachine> {
   /** The registry name (`POST /agents {"machine": name}`). */
   name: string;
-  machine: AnyStateMachine;
+  machine: TMachine;
   /** Stored beside every snapshot; defaults to `machine.version`, else "1". */
   version?: string;
   /**

@@ -23,6 +23,7 @@ import { createOwnership } from './ownership.js';
 import { acceptedEventTypes, registerMachine, validateEvent, validateInput, type RegisteredMachine } from './registered-machine.js';
 import { parseJsonObject } from './restore.js';
 import { liveView, storedView, type AgentView } from './views.js';
+import { MachineAgents, type SpawnInputOf } from './typed-agents.js';
 import { agentErrorView } from './agent-error.js';
 import { toAgentSummary, type AgentSummary } from './agent-summary.js';
 import { eventBodyHash } from '../store/event-hash.js';
@@ -459,6 +460,21 @@ export class Runtime {
   async agents(query: AgentQuery): Promise<Page<AgentRecord>> {
     this.assertOpen('list agents');
     return this.store.listAgents(query);
+  }
+
+  /**
+   * The agents of one registered definition, typed by its machine (typed-agents.ts): `spawn`,
+   * `send`, `view` and `waitFor` as here, with the machine's events, context and input, refusing
+   * an agent of another machine. Keeps its types when the definition does (`{ … } satisfies
+   * MachineDefinition`). Not named `agents`: that is the row listing above.
+   *
+   * @example
+   * const counters = runtime.agentsOf(counterDefinition);
+   * await counters.send('c1', { type: 'inc' }); // { type: 'nope' } does not compile
+   * const count: number = (await counters.view('c1')).context.count;
+   */
+  agentsOf<TDefinition extends MachineDefinition>(definition: TDefinition): MachineAgents<TDefinition['machine'], SpawnInputOf<TDefinition>> {
+    return new MachineAgents(this, definition);
   }
 
   /** The agent's stored row; NotFoundError (`agent`) if there is none. */

@@ -3,13 +3,16 @@ import type { AgentHost } from './agent-host.js';
 import { agentErrorView, thrownErrorView, type AgentErrorView } from './agent-error.js';
 import { contextOf } from './restore.js';
 
-/** The agent view of the contract. */
-export interface AgentView {
+/**
+ * The agent view of the contract. `TContext`: its context's type, `unknown` unless the view comes
+ * from a handle typed by the agent's machine (`runtime.agentsOf(definition)`, typed-agents.ts).
+ */
+export interface AgentView<TContext = unknown> {
   id: string;
   machine: string;
   status: AgentStatus;
   state: unknown;
-  context: unknown;
+  context: TContext;
   progress: number;
   createdAt: string;
   updatedAt: string;
