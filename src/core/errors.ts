@@ -311,3 +311,21 @@ export function shorten(text: string, max: number): string {
 export function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} characters)`;
 }
+
+/**
+ * An agent's inbox holds `maxInbox` events (and work it accepted but has not done, e.g. the
+ * reference agent's queued tasks): it cannot keep up. Over HTTP a 429 with `Retry-After`; nothing
+ * was stored, so the sender sends it again later.
+ */
+export class InboxFullError extends AgentsError {
+  readonly code = 'inbox_full';
+  /** When to try again: about what the agent needs to take a few of its waiting events. */
+  readonly retryAfterMs = 1_000;
+  constructor(
+    readonly agentId: string,
+    readonly waiting: number,
+    readonly maxInbox: number,
+  ) {
+    super(`Agent ${agentId} has ${waiting} events waiting (at most ${maxInbox}): send this one again later.`);
+  }
+}

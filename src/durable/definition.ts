@@ -43,6 +43,12 @@ export interface MachineDefinition<TMachine extends AnyStateMachine = AnyStateMa
    * decides when it processes the event.
    */
   refuse?: Readonly<Record<string, EventRefusal>>;
+  /**
+   * Work an agent accepted and has not done yet, from its context: counted with the events waiting
+   * in its inbox against `RuntimeOptions.maxInbox`. For a machine that takes work into its context
+   * at once and does it later (the reference agent's queued tasks); unset: only inbox events count.
+   */
+  backlog?: (context: unknown) => number;
   /** This machine's agents' retention, instead of the runtime's (`RuntimeOptions.retention`) for what it sets. */
   retention?: MachineRetention;
   /**

@@ -1,5 +1,6 @@
 // One live agent's delivery and checkpoint chain; kept in one file because its ordering rules
 // (inbox, seqs, commit gate, barrier release) only hold together.
+import type { SharedLlmSlots } from '../core/shared-slots.js';
 import { estimatedTokens, gatedCall, LLM_CALL_READING } from '../llm/flow/gated-call.js';
 import type { LlmGate } from '../llm/flow/llm-gate.js';
 import type { Actor, AnyActorRef, AnyEventObject, AnyMachineSnapshot, AnyStateMachine, InspectionEvent } from 'xstate';
@@ -33,6 +34,8 @@ export interface HostOwner {
   readonly log: Logger;
   /** The gate in front of the LLM, shared by every agent of the runtime (none: calls go straight through). */
   readonly llmGate?: LlmGate | undefined;
+  /** On a store many processes share: the slots that keep all their LLM calls within the gate's ceiling. */
+  readonly llmSlots?: SharedLlmSlots | undefined;
   /** XState's inspection observer for every agent actor (and the actors it invokes). */
   readonly inspect?: ((event: InspectionEvent) => void) | undefined;
 }
@@ -145,7 +148,15 @@ export class AgentHost implements TransitionSink {
     const gate = this.owner.llmGate;
     if (!gate) return call();
     const since = this.lastCommitted ? Date.parse(this.lastCommitted.at) : Date.now();
-    return gatedCall(gate, { agentId: this.agentId, since, tokens: estimatedTokens(input) }, signal, call, LLM_CALL_READING);
+    const slots = this.owner.llmSlots;
+    const shared = slots && {
+      slots,
+      limit: gate.ceiling,
+      // A slot outlives its call by a margin only: a process killed mid-call frees it soon after.
+      holdMs: callTimeoutMs(input) + SLOT_MARGIN_MS,
+      onUnavailable: (err: unknown) => this.owner.log.warn({ agentId: this.agentId, err }, 'could not reach the shared LLM slots; the call keeps within this process limit'),
+    };
+    return gatedCall(gate, { agentId: this.agentId, since, tokens: estimatedTokens(input) }, signal, call, { ...LLM_CALL_READING, ...(shared ? { shared } : {}) });
   }
 
   /** Starts the actor unless restoring put it in error; returns that error. */
@@ -175,6 +186,11 @@ export class AgentHost implements TransitionSink {
   /** What the last committed checkpoint shows (undefined until the first one of a fresh agent commits). */
   get latest(): LatestState | undefined {
     return this.lastCommitted;
+  }
+
+  /** Inbox events handed over and not yet delivered to the actor. */
+  get waitingEvents(): number {
+    return this.inbox.length;
   }
 
   /** Seq of the last inbox event handed to the actor. */
@@ -522,4 +538,14 @@ function toErrorData(error: unknown): unknown {
   const { stack: _stack, ...rest } = serializeError(error);
   const extra = error as { kind?: unknown; status?: unknown; retryAfterMs?: unknown };
   return { ...rest, kind: extra.kind, status: extra.status, retryAfterMs: extra.retryAfterMs };
+}
+
+/** How long past its call's time limit a shared LLM slot stays held. */
+const SLOT_MARGIN_MS = 10_000;
+/** When an LLM actor's input names no time limit. */
+const DEFAULT_CALL_TIMEOUT_MS = 60_000;
+
+function callTimeoutMs(input: unknown): number {
+  const ms = (input as { timeoutMs?: unknown } | null)?.timeoutMs;
+  return typeof ms === 'number' && ms > 0 ? ms : DEFAULT_CALL_TIMEOUT_MS;
 }

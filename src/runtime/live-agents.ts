@@ -1,3 +1,4 @@
+import type { SharedLlmSlots } from '../core/shared-slots.js';
 import type { LlmGate } from '../llm/flow/llm-gate.js';
 import type { InspectionEvent } from 'xstate';
 import { CorruptStateError, FencedError, NotFoundError, serializeError, StoreUnavailableError, type SerializedError } from '../core/errors.js';
@@ -38,6 +39,8 @@ export interface LiveAgentsOptions {
   ignoreSpawns?: boolean;
   /** The gate every LLM call of these agents goes through. */
   llmGate?: LlmGate | undefined;
+  /** The store's shared LLM slots (a store many processes share). */
+  llmSlots?: SharedLlmSlots | undefined;
 }
 
 /**
@@ -49,6 +52,7 @@ export class LiveAgents implements HostOwner {
   readonly log: Logger;
   readonly inspect: ((event: InspectionEvent) => void) | undefined;
   readonly llmGate: LlmGate | undefined;
+  readonly llmSlots: SharedLlmSlots | undefined;
   private readonly hosts = new Map<string, AgentHost>();
   private readonly waking = new Map<string, Promise<AgentHost | undefined>>();
   /** Countdowns to leaving memory, one per resting host (passivation on). */
@@ -61,6 +65,7 @@ export class LiveAgents implements HostOwner {
     this.log = options.log;
     this.inspect = options.inspect;
     this.llmGate = options.llmGate;
+    this.llmSlots = options.llmSlots;
   }
 
   get size(): number {

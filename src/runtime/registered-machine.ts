@@ -34,6 +34,7 @@ export interface RegisteredMachine {
   /** What each invoked actor is, by src; an actor not declared is a `call`. */
   actors: ReadonlyMap<string, ActorDeclaration>;
   refuse: MachineDefinition['refuse'];
+  backlog: MachineDefinition['backlog'];
   /** The durability linter's warnings (those the definition does not ignore): the runtime logs them. */
   lintWarnings: readonly LintFinding[];
 }
@@ -61,6 +62,7 @@ export function registerMachine(def: MachineDefinition): RegisteredMachine {
     events: def.events ?? {},
     actors: new Map(Object.entries(def.actors ?? {})),
     refuse: def.refuse,
+    backlog: def.backlog,
     lintWarnings: findings.filter((f) => f.severity === 'warning'),
   };
 }

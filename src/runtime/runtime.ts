@@ -4,7 +4,7 @@ import { LlmGate } from '../llm/flow/llm-gate.js';
 import { reportKey, type ChildEvent } from '../durable/child-events.js';
 import type { AnyMachineSnapshot, InspectionEvent } from 'xstate';
 import {
-  AgentInErrorError, AgentsError, ConflictError, CorruptStateError, InvalidInputError, NotFoundError, PrunedError, ReadOnlyStoreError, RuntimeClosedError, truncate,
+  AgentInErrorError, AgentsError, ConflictError, CorruptStateError, InboxFullError, InvalidInputError, NotFoundError, PrunedError, ReadOnlyStoreError, RuntimeClosedError, truncate,
 } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { topLevelState } from '../core/state-value.js';
@@ -17,6 +17,7 @@ import { StoreHealth, StoreProbe, type StoreReadiness, type StoreRetryOptions } 
 import { assertValidId, generateId } from '../core/ids.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import { LiveAgents } from './live-agents.js';
+import type { AgentHost } from './agent-host.js';
 import type { Observe, RuntimeObserver } from './observer.js';
 import { Pruner, type RetentionPolicy } from './pruner.js';
 import { createOwnership } from './ownership.js';
@@ -86,7 +87,16 @@ export interface RuntimeOptions {
    * tokens per minute (unset: no limit). `false`: no gate, calls go straight to the provider.
    */
   llmLimits?: { concurrency?: number; rpm?: number; tpm?: number } | false;
+  /**
+   * Events waiting in one agent's inbox, at most (default 1000): beyond it `send` throws an
+   * `InboxFullError` (HTTP 429 with Retry-After) and stores nothing. An inbox that fills is an agent
+   * that cannot keep up: its senders slow down instead of piling up work it will take hours to do.
+   */
+  maxInbox?: number;
 }
+
+/** The contract's `--max-inbox` default. */
+export const DEFAULT_MAX_INBOX = 1000;
 
 /** LLM calls in flight at once when `llmLimits` does not say (the contract's `--llm-concurrency` default). */
 export const DEFAULT_LLM_CONCURRENCY = 16;
@@ -161,6 +171,7 @@ export class Runtime {
   readonly readOnly: boolean;
   /** The gate in front of the LLM for every agent here (none with `llmLimits: false`). */
   readonly llmGate: LlmGate | undefined;
+  private readonly maxInbox: number;
 
   constructor(options: RuntimeOptions) {
     const { store } = options;
@@ -174,6 +185,7 @@ export class Runtime {
     if (twice !== undefined) throw new InvalidInputError(`Two machines are named "${twice}": each machine given to createRuntime needs a name of its own.`);
     this.machines = new Map(options.machines.map((def) => [def.name, registerMachine(def)]));
     for (const m of this.machines.values()) for (const w of m.lintWarnings) this.log.warn({ machine: m.name, path: w.path, code: w.code }, w.message);
+    this.maxInbox = options.maxInbox ?? DEFAULT_MAX_INBOX;
     const limits = options.llmLimits ?? {};
     this.llmGate = limits === false ? undefined : new LlmGate({ ...limits, concurrency: limits.concurrency ?? DEFAULT_LLM_CONCURRENCY });
     const health = new StoreHealth(this.log, options.storeRetry);
@@ -209,6 +221,7 @@ export class Runtime {
       passivateAfterMs: options.passivateAfterMs,
       ignoreSpawns: options.childAgents === 'ignore',
       llmGate: this.llmGate,
+      llmSlots: store.llmSlots,
     });
     this.leaseKeeper =
       leases && !this.readOnly
@@ -272,8 +285,11 @@ export class Runtime {
   /** Commits an event to the agent's inbox; the agent processes its inbox in order, each event once. */
   async send(agentId: string, event: InboxEvent, idempotencyKey?: string): Promise<{ seq: number; duplicate: boolean }> {
     this.assertWritable('send to an agent');
-    const machine = this.live.get(agentId)?.machine ?? this.machine((await this.takingEvents(agentId)).machine);
+    const host = this.live.get(agentId);
+    const row = host ? undefined : await this.takingEvents(agentId);
+    const machine = host?.machine ?? this.machine(row!.machine);
     const checked = validateEvent(machine, event);
+    this.assertInboxRoom(agentId, host, row, machine);
     const refuse = machine.refuse?.[checked.type];
     if (refuse) {
       const view = await this.ownView(agentId);
@@ -316,6 +332,22 @@ export class Runtime {
       if (agent?.status === 'error') throw new AgentInErrorError(agentId, agentErrorView(agent.error));
     }
     throw err;
+  }
+
+  /**
+   * Refuses an event to an agent that has `maxInbox` waiting: events in its inbox (stored and not
+   * consumed, or handed over and not delivered) and the work its machine says it accepted and has
+   * not done (`backlog`). Checked before the commit, so concurrent sends may pass it by a few.
+   */
+  private assertInboxRoom(agentId: string, host: AgentHost | undefined, row: AgentRecord | undefined, machine: RegisteredMachine): void {
+    let waiting: number;
+    if (host) {
+      // The actor's own context, ahead of its last commit: the events handed to it are in it.
+      waiting = host.waitingEvents + (machine.backlog ? machine.backlog(host.actor.getSnapshot().context) : 0);
+    } else {
+      waiting = row!.eventSeq - row!.inboxPosition;
+    }
+    if (waiting >= this.maxInbox) throw new InboxFullError(agentId, waiting, this.maxInbox);
   }
 
   /**

@@ -5,6 +5,7 @@ import { parseOutboundPolicy, type OutboundPolicy } from '../core/outbound.js';
 import { DEFAULT_AGENT_DEFAULTS } from '../agents/reference/machine.js';
 import type { AgentDefaults } from '../agents/reference/types.js';
 import { DEFAULT_LEASE_MS } from '../store/postgres/postgres-store.js';
+import { DEFAULT_LLM_CONCURRENCY, DEFAULT_MAX_INBOX } from '../runtime/runtime.js';
 import { inspectPort, integer, nonNegativeNumber, oneOf, onOff, outboundPolicy, postgresUrl, text, type Parse } from './config-values.js';
 
 /** `durable-agents serve`'s settings, by concern. Each comes from a flag, else its env var, else its default. */
@@ -49,6 +50,17 @@ export interface Config {
   runtime: {
     /** Agents resting this long leave memory (0: never). */
     passivateAfterMs: number;
+  };
+  /** Flow control: what the fleet may ask of the LLM at once, and how much an agent's inbox holds. */
+  flow: {
+    /** LLM calls in flight at once, for all agents together (it adapts down on 429s). */
+    llmConcurrency: number;
+    /** LLM requests started per minute; unset: no limit. */
+    llmRpm: number | undefined;
+    /** LLM tokens spent per minute; unset: no limit. */
+    llmTpm: number | undefined;
+    /** Events waiting in one agent's inbox, at most; beyond it a send is refused (429 inbox_full). */
+    maxInbox: number;
   };
   /** What the background pruner deletes; 0: that rule is off (the default: everything is kept). */
   retention: {
@@ -180,6 +192,24 @@ export const OPTIONS: OptionTable = {
       help: 'agents resting this long leave memory until their next event (0: never)',
     },
   },
+  flow: {
+    llmConcurrency: {
+      flag: 'llm-concurrency', env: 'LLM_CONCURRENCY', default: DEFAULT_LLM_CONCURRENCY, parse: integer({ min: 1 }), value: 'N',
+      help: 'LLM calls in flight at once, for all agents together; it adapts down when the provider answers 429, and back up',
+    },
+    llmRpm: {
+      flag: 'llm-rpm', env: 'LLM_RPM', default: undefined, parse: integer({ min: 1 }), value: 'N',
+      help: 'LLM requests per minute, evenly spaced', defaultText: 'unset: no limit',
+    },
+    llmTpm: {
+      flag: 'llm-tpm', env: 'LLM_TPM', default: undefined, parse: integer({ min: 1 }), value: 'N',
+      help: 'LLM tokens per minute (estimated when a call starts, corrected by its reported usage)', defaultText: 'unset: no limit',
+    },
+    maxInbox: {
+      flag: 'max-inbox', env: 'MAX_INBOX', default: DEFAULT_MAX_INBOX, parse: integer({ min: 1 }), value: 'N',
+      help: "events waiting in one agent's inbox; beyond it a send gets 429 inbox_full with Retry-After",
+    },
+  },
   retention: {
     keepCheckpoints: {
       flag: 'keep-checkpoints', env: 'DURABLE_AGENTS_KEEP_CHECKPOINTS', default: 0, parse: integer(), value: 'N',
@@ -246,6 +276,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     agent: section(OPTIONS.agent),
     outbound: section(OPTIONS.outbound),
     runtime: section(OPTIONS.runtime),
+    flow: section(OPTIONS.flow),
     retention: section(OPTIONS.retention),
     log: section(OPTIONS.log),
     inspect: read(INSPECT_OPTION),

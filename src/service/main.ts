@@ -80,6 +80,8 @@ export async function main(
     observer: observability.observer,
     ...(observability.inspect ? { inspect: observability.inspect } : {}),
     ...(passivateAfterMs > 0 ? { passivateAfterMs } : {}),
+    llmLimits: { concurrency: config.flow.llmConcurrency, ...definedOnly({ rpm: config.flow.llmRpm, tpm: config.flow.llmTpm }) },
+    maxInbox: config.flow.maxInbox,
     ...retentionOf(config),
     machines: [
       agentDefinition({
@@ -190,4 +192,9 @@ function retentionOf({ retention }: Config): { retention: RetentionPolicy } | Re
     ...(retention.keepFinishedDays > 0 ? { keepFinishedDays: retention.keepFinishedDays } : {}),
   };
   return Object.keys(policy).length > 0 ? { retention: policy } : {};
+}
+
+/** The settings that are set (an optional property of ours takes no explicit undefined). */
+function definedOnly<T extends Record<string, unknown>>(values: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(values).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
 }

@@ -10,6 +10,7 @@
  * const store = await openSqliteStore('./data/agents.db');
  * await store.commit([{ kind: 'checkpoint', ... }]); // one transaction for the whole batch
  */
+import type { SharedLlmSlots } from '../core/shared-slots.js';
 import type { SerializedError } from '../core/errors.js';
 import type { CheckpointFormat } from './checkpoint-encoding.js';
 import type { SnapshotPart } from './snapshot-parts.js';
@@ -369,6 +370,8 @@ export interface Store extends AgentRows, Inbox, WriteBatch, History, Recovery, 
    * events and stops are taken from any process.
    */
   readonly leases?: Ownership;
+  /** On a store many processes share: the slots that keep their LLM calls together within one limit. */
+  readonly llmSlots?: SharedLlmSlots;
   /**
    * Whether the store can take writes now, without writing anything: resolves, or throws a
    * `StoreUnavailableError` saying why not (store/unavailable.ts). `quick` runs about every second

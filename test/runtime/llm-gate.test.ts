@@ -3,6 +3,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOpenAiClient } from '../../src/llm/openai-client.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
+import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { freshSchema, postgresUrl, sql } from '../helpers/postgres.js';
 import { startRuntime, waitForView } from '../helpers/runtime.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 
@@ -71,5 +73,35 @@ describe('the LLM gate', () => {
     hold.release();
     const done = await waitForView(runtime, 'second', (v) => v.progress === 1);
     expect(done.waiting).toBeUndefined();
+  });
+});
+
+describe('the LLM limit on a store many processes share (Postgres)', () => {
+  it('keeps the calls of two runtimes on one database within one limit together', async () => {
+    fake = await startFakeOpenAI({ latencyMs: 40 });
+    const llm = createOpenAiClient({ baseURL: fake.url, apiKey: 'test' });
+    const schema = freshSchema();
+    const stores = [await openPostgresStore(postgresUrl, { schema }), await openPostgresStore(postgresUrl, { schema })];
+    // Two processes' runtimes (each store is a process: its own id and lease), each allowed 3.
+    const runtimes = await Promise.all(
+      stores.map(async (store) => (await startRuntime({ store, llm, llmLimits: { concurrency: 3 } })).runtime),
+    );
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 16; i++) {
+        const id = `shared-${i}`;
+        // Alternating: each runtime runs the agents it spawned (it holds their leases).
+        await runtimes[i % 2]!.spawn('agent', { id, input: { tasks: [`task of ${id}`] } });
+        ids.push(id);
+      }
+      for (const [i, id] of ids.entries()) await waitForView(runtimes[i % 2]!, id, (v) => v.progress === 1 && v.state === 'idle', 30_000);
+      // Each runtime alone reached its 3; together they never passed 3.
+      expect(fake.load.peak).toBe(3);
+      expect(runtimes.map((r) => r.llmGate!.peakInFlight)).toEqual([3, 3]);
+      const rows = await sql<{ held: string }>(`select count(*) as held from ${schema}.llm_slots where holder is not null`);
+      expect(Number(rows[0]!.held)).toBe(0);
+    } finally {
+      for (const r of runtimes) await r.close();
+    }
   });
 });

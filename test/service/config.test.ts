@@ -17,6 +17,7 @@ describe('loadConfig defaults', () => {
       agent: { maxAttempts: 5, baseDelayMs: 500, webhookTimeoutMs: undefined },
       outbound: { allow: parseOutboundPolicy(undefined) },
       runtime: { passivateAfterMs: 60_000 },
+      flow: { llmConcurrency: 16, llmRpm: undefined, llmTpm: undefined, maxInbox: 1000 },
       retention: { keepCheckpoints: 0, keepDays: 0, keepFinishedDays: 0 },
       log: { level: 'info', format: 'auto' },
       inspect: undefined,
@@ -57,6 +58,10 @@ const SETTINGS: [string, string, string, (c: Config) => unknown, unknown][] = [
   ['webhook-timeout-ms', 'WEBHOOK_TIMEOUT_MS', '700', (c) => c.agent.webhookTimeoutMs, 700],
   ['allow-outbound', 'DURABLE_AGENTS_ALLOW_OUTBOUND', 'Hooks.example.com,*.example.org,10.0.0.0/8', (c) => String(c.outbound.allow), 'hooks.example.com,*.example.org,10.0.0.0/8'],
   ['passivate-after-ms', 'PASSIVATE_AFTER_MS', '0', (c) => c.runtime.passivateAfterMs, 0],
+  ['llm-concurrency', 'LLM_CONCURRENCY', '4', (c) => c.flow.llmConcurrency, 4],
+  ['llm-rpm', 'LLM_RPM', '600', (c) => c.flow.llmRpm, 600],
+  ['llm-tpm', 'LLM_TPM', '90000', (c) => c.flow.llmTpm, 90_000],
+  ['max-inbox', 'MAX_INBOX', '50', (c) => c.flow.maxInbox, 50],
   ['log-level', 'LOG_LEVEL', 'silent', (c) => c.log.level, 'silent'],
   ['log-format', 'LOG_FORMAT', 'json', (c) => c.log.format, 'json'],
 ];

@@ -25,6 +25,8 @@ const STATUS_BY_CODE: Record<string, ContentfulStatusCode> = {
   unsupported_media_type: 415,
   invalid_event: 422,
   idempotency_key_reused: 422,
+  // The agent's inbox is full: slow down (with Retry-After); nothing was stored.
+  inbox_full: 429,
   // Stored data that cannot be read back is our fault, not the caller's.
   corrupt_state: 500,
   schema_too_new: 500,
@@ -73,7 +75,10 @@ export function createErrorHandler(fallbackLog: Logger): ErrorHandler<AppEnv> {
       const status = STATUS_BY_CODE[err.code];
       if (status !== undefined) {
         if (status === 500) log.error({ err }, 'request failed on stored data');
-        return c.json(body(err.code, err.message), status);
+        // An error that says when to come back (a full inbox) says it in Retry-After, in seconds.
+        const retryAfterMs = (err as { retryAfterMs?: unknown }).retryAfterMs;
+        const headers = typeof retryAfterMs === 'number' ? { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) } : undefined;
+        return c.json(body(err.code, err.message), status, headers);
       }
     } else if (err instanceof HTTPException && err.status < 500) {
       const code = CODE_BY_STATUS[err.status] ?? 'bad_request';

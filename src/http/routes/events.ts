@@ -34,7 +34,7 @@ const sendEventRoute = createRoute({
   request: { params: AgentParamsSchema, headers: EventHeadersSchema, body: jsonRequestBody(EventBodySchema) },
   responses: {
     202: jsonResponse(AcceptedSchema, 'The event is committed; the agent processes its inbox in order'),
-    ...errorResponses(...BODY_ERRORS, 404, 409, 422),
+    ...errorResponses(...BODY_ERRORS, 404, 409, 422, 429),
   },
 });
 

@@ -31,6 +31,7 @@ const ERROR_TEXT = {
   413: 'Body over the limit (`payload_too_large`)',
   415: 'Body not sent as application/json (`unsupported_media_type`)',
   422: 'Event not valid for the machine (`invalid_event`), or an Idempotency-Key already used for another event (`idempotency_key_reused`)',
+  429: "The agent's inbox is full (`inbox_full`, with `Retry-After`): nothing was stored; send it again later",
   503: 'The store takes no writes now (`store_unavailable`, with `reason` and `Retry-After`: disk full, file read-only or gone, database out of reach), or the server is shutting down (`runtime_closed`)',
 } as const;
 

@@ -6,6 +6,7 @@
  * so it does not use up the step's `maxAttempts` (those count other transient failures).
  */
 import type { LlmGate, LlmTicket } from './llm-gate.js';
+import { takeSlot, type SharedLlmSlots } from '../../core/shared-slots.js';
 
 /** When a 429 says nothing of when to come back. */
 const DEFAULT_RETRY_AFTER_MS = 1_000;
@@ -21,6 +22,12 @@ export interface GatedCallOptions {
   onThrottled?: () => void;
   /** Seedable randomness for the jitter. */
   random?: () => number;
+  /**
+   * The store's slots, on a store many processes share: once the gate lets the call go, it also
+   * takes one of the first `limit` slots (held at most `holdMs`), so all processes together keep
+   * within the limit.
+   */
+  shared?: { slots: SharedLlmSlots; limit: number; holdMs: number; onUnavailable?: (err: unknown) => void };
 }
 
 export async function gatedCall<T>(
@@ -34,10 +41,13 @@ export async function gatedCall<T>(
   let notBefore = ticket.notBefore;
   for (;;) {
     const permit = await gate.acquire({ ...ticket, since, ...(notBefore === undefined ? {} : { notBefore }) }, signal);
+    let slot: number | undefined;
     let result: T;
     try {
+      slot = await takeSharedSlot(options.shared, signal);
       result = await call();
     } catch (err) {
+      giveSharedSlot(options.shared, slot);
       const refusal = signal?.aborted ? undefined : options.rateLimited(err);
       if (!refusal) {
         permit.release();
@@ -50,10 +60,32 @@ export async function gatedCall<T>(
       notBefore = Date.now() + waitMs + Math.round((options.random ?? Math.random)() * waitMs * 0.2);
       continue;
     }
+    giveSharedSlot(options.shared, slot);
     const tokens = options.spent?.(result);
     permit.release(tokens === undefined ? {} : { tokens });
     return result;
   }
+}
+
+/**
+ * A slot of the store-wide limit, or none when the store cannot be asked (it is unreachable: the
+ * call goes ahead within this process's own limit; its commit will wait for the store anyway).
+ */
+async function takeSharedSlot(shared: GatedCallOptions['shared'], signal: AbortSignal | undefined): Promise<number | undefined> {
+  if (!shared) return undefined;
+  try {
+    return await takeSlot(shared.slots, shared.limit, shared.holdMs, signal);
+  } catch (err) {
+    if (signal?.aborted) throw err;
+    shared.onUnavailable?.(err);
+    return undefined;
+  }
+}
+
+function giveSharedSlot(shared: GatedCallOptions['shared'], slot: number | undefined): void {
+  if (!shared || slot === undefined) return;
+  // Not awaited: a slot not given back frees itself when its hold runs out.
+  shared.slots.give(slot).catch((err: unknown) => shared.onUnavailable?.(err));
 }
 
 /** How the runtime reads an LLM actor's calls: a transient 429 is a refusal for rate; an answer's usage is what it spent. */

@@ -152,6 +152,15 @@ export const migrations: readonly Migration[] = [
       alter table events add column body_hash text;
     `,
   },
+  {
+    // The LLM concurrency limit shared by every process of the database (llm-slots.ts): a call holds
+    // one row while it runs. Rows are added as processes ask for higher limits.
+    id: 7,
+    name: 'llm slots',
+    sql: `
+      create table llm_slots (slot integer primary key, holder text, held_until timestamptz);
+    `,
+  },
 ];
 
 /**

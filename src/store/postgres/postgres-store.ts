@@ -26,6 +26,7 @@ import { applyWrites } from './apply-writes.js';
 import { checkSchemaName, clientConfig, redactUrl } from './connection.js';
 import { InboxListener, inboxChannel } from './inbox-listener.js';
 import { NOT_HELD, PostgresLeases } from './leases.js';
+import { PostgresLlmSlots } from './llm-slots.js';
 import { assertSchemaCurrent, migrate } from './migrations.js';
 import {
   parseOr,
@@ -129,6 +130,7 @@ async function currentSchema(client: pg.ClientBase): Promise<string> {
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   readonly leases: PostgresLeases;
+  readonly llmSlots: PostgresLlmSlots | undefined;
   private readonly reader: StoredReader;
   private closing: Promise<void> | undefined;
   private readonly commits = new CommitQueue((writes) => {
@@ -149,6 +151,7 @@ export class PostgresStore implements Store {
   ) {
     this.reader = postgresReader(pool);
     this.leases = new PostgresLeases(pool, listener, processId, leaseMs, this.reader);
+    this.llmSlots = readOnly ? undefined : new PostgresLlmSlots(pool, processId);
   }
 
   /**
