@@ -29,6 +29,8 @@ export interface ObservedRuntime {
   streams(): { clients: number; heldChars: number };
   /** Whether the store takes writes, and the agents' writes held meanwhile (absent: the gauges stay unset). */
   storeReadiness?(): { ready: boolean; heldWrites: number };
+  /** The LLM gate (absent or undefined: no gate, the gauges stay unset). */
+  readonly llmGate?: { readonly queueDepth: number; readonly inFlight: number; readonly limit: number; readonly throttled: number } | undefined;
 }
 
 /**
@@ -123,6 +125,23 @@ export function createMetrics(options: RuntimeMetricsOptions = {}): Metrics {
         help: "Agents' writes held in memory while the store takes none, committed once it does",
         registers: [registry],
       });
+      const llmQueue = new Gauge({
+        name: 'durable_agents_llm_queue_depth',
+        help: "LLM calls waiting at this process's LLM gate for capacity (their agents are waiting, not failing)",
+        registers: [registry],
+      });
+      const llmInFlight = new Gauge({ name: 'durable_agents_llm_in_flight', help: 'LLM calls running now in this process', registers: [registry] });
+      const llmLimit = new Gauge({
+        name: 'durable_agents_llm_concurrency_limit',
+        help: "The LLM gate's concurrency limit now: --llm-concurrency, lowered while the provider answers 429",
+        registers: [registry],
+      });
+      const llmThrottled = new Counter({
+        name: 'durable_agents_llm_throttled_total',
+        help: 'LLM calls the provider refused for its rate (429), each asked again after its Retry-After',
+        registers: [registry],
+      });
+      let throttledSeen = 0;
       const seenStates = new Set<string>();
       refresh = async () => {
         // First, and from memory: the scrape's store reads below fail while the store is unreachable.
@@ -130,6 +149,14 @@ export function createMetrics(options: RuntimeMetricsOptions = {}): Metrics {
         if (readiness) {
           storeReady.set(readiness.ready ? 1 : 0);
           heldWrites.set(readiness.heldWrites);
+        }
+        const gate = runtime.llmGate;
+        if (gate) {
+          llmQueue.set(gate.queueDepth);
+          llmInFlight.set(gate.inFlight);
+          llmLimit.set(gate.limit);
+          llmThrottled.inc(gate.throttled - throttledSeen);
+          throttledSeen = gate.throttled;
         }
         const [stats, bytes] = await Promise.all([runtime.stats(), runtime.storeBytes()]);
         for (const status of AGENT_STATUSES) agents.set({ status }, stats.agentsByStatus[status] ?? 0);

@@ -2,6 +2,7 @@
 // and the fake OpenAI server with a fixed capacity (429 with Retry-After beyond it).
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOpenAiClient } from '../../src/llm/openai-client.js';
+import { createMetrics } from '../../src/observability/metrics.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { freshSchema, postgresUrl, sql } from '../helpers/postgres.js';
@@ -57,6 +58,13 @@ describe('the LLM gate', () => {
     expect(fake.load.refused).toBeGreaterThan(0);
     expect(fake.load.refused).toBeLessThan(answered);
     expect(runtime.llmGate!.limit).toBeLessThanOrEqual(8);
+    // The refusals are in the metrics, as the provider's doing, not the agents' failures.
+    const metrics = createMetrics();
+    metrics.observeRuntime(runtime);
+    const text = await metrics.render();
+    expect(text).toContain(`durable_agents_llm_throttled_total ${fake.load.refused}`);
+    expect(text).toMatch(/durable_agents_llm_queue_depth 0/);
+    expect(text).toContain(`durable_agents_llm_concurrency_limit ${runtime.llmGate!.limit}\n`);
   });
 
   it("shows an agent whose call waits for capacity as waiting, not failing", async () => {

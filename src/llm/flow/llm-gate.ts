@@ -80,6 +80,7 @@ export class LlmGate {
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private peak = 0;
+  private refusals = 0;
 
   constructor(options: LlmGateOptions) {
     if (!(options.concurrency >= 1)) throw new RangeError('LLM concurrency must be at least 1.');
@@ -105,6 +106,11 @@ export class LlmGate {
   /** The most calls in flight at once so far. */
   get peakInFlight(): number {
     return this.peak;
+  }
+
+  /** Calls the provider refused for its rate (429) so far. */
+  get throttled(): number {
+    return this.refusals;
   }
 
   /** Calls waiting for capacity. */
@@ -243,6 +249,7 @@ export class LlmGate {
       },
       throttled: () => {
         if (!end()) return;
+        this.refusals++;
         // The refused call spent nothing: its estimate goes back.
         this.tokens += charged;
         if (epoch === this.epoch) {
