@@ -70,6 +70,11 @@ const WORKLOADS: Record<string, { what: string; goal: string; steps: Step[] }> =
       { script: 'memory.ts', args: ['passivation-large'], gc: true, as: 'large' },
     ],
   },
+  overload: {
+    what: '300 agents × 3 tasks at once against a rate-limited provider (the fake OpenAI server: 8 calls at a time, 200 ms each, 429 with Retry-After: 1 beyond), through the HTTP app and the real openai client',
+    goal: 'every task done unattended; refusedShare ≤ 0.05; peakConcurrentCalls ≤ capacity; finishOverBound ≤ 1.5; slowestOverMedianWait ≤ 3',
+    steps: [{ script: 'overload.ts' }],
+  },
   stream: {
     what: '100 LLM streams (fake OpenAI server in a child, 300 tokens at 1 per 20 ms each) relayed by GET /agents/:id/stream to 100 SSE clients (another child) vs the same clients reading the fake directly, and vs a bare node:http relay; then the fake as fast as it can',
     goal: 'addedP99Ms ≤ 2; tokensPerSec ≥ 100,000; rssMb bounded',

@@ -32,6 +32,7 @@ const FIGURES: Record<string, readonly (string | RegExp)[]> = {
   // Bytes per checkpoint early, midway and at the last task: named after those tasks (10, 100 and 200 at full size).
   history: [/^bytesAt\d+$/, 'checkpointsPerTask', 'transcriptBytes', 'storeBytes', 'storedOverTranscript', 'restoreMs'],
   memory: ['bytesPerLiveAgent', 'marginalBytesPerLiveAgent', 'heapBytesPerLiveAgent', 'smallRssMb', 'largeRssMb', 'passivatedRssMb', 'passivatedRssRatio'],
+  overload: ['tasks', 'tasksDoneUnattended', 'refusedShare', 'peakConcurrentCalls', 'finishOverBound', 'slowestOverMedianWait', 'answerP99Ms'],
   stream: ['addedP50Ms', 'addedP99Ms', 'tokensPerSec', 'rssMb', 'directP99Ms', 'relayedP99Ms', 'cpuUsPerToken', 'directTokensPerSec', 'bareTokensPerSec'],
 };
 
