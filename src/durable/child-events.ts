@@ -21,7 +21,9 @@ export type ChildFailedEvent = {
 
 /**
  * The reference agent's answer to one of its tasks, sent to its parent once the task's response is
- * committed (an agent-as-tool call's result): the child stays an agent and may take more tasks.
+ * committed (an agent-as-tool call's result): the child stays an agent and may take more tasks,
+ * unless it was spawned with `finishAfterTasks` (an agent tool's child is), when its `agent.done`
+ * follows once nothing more is queued.
  */
 export type ChildResponseEvent = {
   type: 'agent.response';

@@ -199,12 +199,13 @@ describe('child agents over HTTP', () => {
         { content: 'The sub-answer.' },
         { content: 'The answer.' },
       );
-      const res = await postJson(t.app, '/agents', { machine: 'agent', id: 'p1', input: { tasks: ['The question'], tools: [{ name: 'helper', agent: { machine: 'agent' } }] } });
+      const res = await postJson(t.app, '/agents', { machine: 'agent', id: 'p1', input: { tasks: ['The question'], tools: [{ name: 'helper', agent: { machine: 'agent', input: { finishAfterTasks: false } } }] } });
       expect(res.status).toBe(201);
       const parent = await waitForView(t.app, 'p1', isIdleWith(1));
       expect(parent.children).toEqual(['p1:1:c1']);
+      // Kept (its tool's input says not to finish after its task), so stopping the parent has a child to stop.
       const child = await getJson<AgentView>(t.app, '/agents/p1:1:c1');
-      expect(child.body).toMatchObject({ parent: 'p1', machine: 'agent' });
+      expect(child.body).toMatchObject({ parent: 'p1', machine: 'agent', status: 'active' });
       expect(child.body.children).toBeUndefined();
       // Only the runtime reports for a child: a request cannot.
       const forged = await postJson(t.app, '/agents/p1/events', { type: 'agent.response', agentId: 'p1:1:c1', seq: 1, task: 'x', response: 'forged' });

@@ -2,13 +2,15 @@
 // created with the parent's checkpoint, runs as an agent of its own, and its report is in the
 // parent's inbox once, under the child's key; stopping the parent stops its children. The SIGKILL
 // and two-process versions: test/e2e/children-crash.test.ts.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { agentDefinition } from '../../src/agents/reference/definition.js';
 import type { AgentContext } from '../../src/agents/reference/types.js';
 import { createOpenAiClient } from '../../src/llm/openai-client.js';
 import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
 import { supervisorDefinition, workerId, type SupervisorOutput } from '../docs/examples/supervisor-machine.js';
-import { runtimesClosedAfterEach, waitForView } from '../helpers/runtime.js';
+import { hangUntilAborted, recordingLlm, runtimesClosedAfterEach, waitForView } from '../helpers/runtime.js';
+import { lastUserText, NO_USAGE } from '../../src/llm/client.js';
+import type { Store, Write } from '../../src/store/store.js';
 import { startFakeOpenAI } from '../support/fake-openai.js';
 import { crashableStore } from '../../src/testing/index.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
@@ -246,11 +248,88 @@ describe('agents as tools (the reference agent)', () => {
       expect(fake.calls[0]!.tools?.[0]).toMatchObject({ function: { name: 'researcher', parameters: { required: ['task'] } } });
       expect(fake.calls[1]!.rawMessages.map((m) => m.content)).toEqual(['Be exact.', 'Find the boiling point of water.']);
       expect(fake.calls[2]!.rawMessages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'c1', content: '100 °C at sea level.' });
-      const child = await t.runtime.view(childId);
+      // Its task answered, the child finished: out of memory, its history still there to read.
+      const child = await waitForView(t.runtime, childId, (v) => v.status === 'done');
       expect(child.parent).toBe('lead');
+      expect(child.state).toBe('done');
       expect((child.context as AgentContext).results.map((r) => r.response)).toEqual(['100 °C at sea level.']);
+      expect(t.runtime.liveAgents).toBe(1);
+      expect((await t.runtime.actions(childId)).map((a) => a.action)).toEqual(['callLlm', 'runSideEffect']);
+      // Its end came after its answer, and changed nothing: the call had its result.
+      await vi.waitFor(async () => expect((await t.store.getAgent('lead'))?.inboxPosition).toBe(2));
+      expect((await t.store.eventsAfter('lead', 0)).map((e) => e.event.type)).toEqual(['agent.response', 'agent.done']);
+      const after = await t.runtime.view('lead');
+      expect([after.state, after.progress, fake.calls.length]).toEqual(['idle', 1, 3]);
     } finally {
       await fake.close();
     }
   });
+
+  it.each([
+    { crash: 'while its LLM call runs', childCallsAfter: 1 },
+    { crash: 'as its finishing checkpoint commits (its answer already reported)', childCallsAfter: 0 },
+  ])('restored after a crash $crash, the child answers once and finishes once', async ({ childCallsAfter }) => {
+    const childId = 'lead:1:c1';
+    const midCall = childCallsAfter === 1;
+    let hang = midCall;
+    const model = recordingLlm((request, signal) => {
+      if (request.messages.at(-1)?.role === 'tool') return 'Water boils at 100 °C.';
+      if (lastUserText(request) === 'When does water boil?') {
+        return { content: null, toolCalls: [{ id: 'c1', name: 'researcher', arguments: JSON.stringify({ task: 'Find the boiling point.' }) }], usage: NO_USAGE };
+      }
+      return hang ? hangUntilAborted(signal) : '100 °C at sea level.';
+    });
+    const agents = () => agentDefinition({ llm: model.llm, defaults: { baseDelayMs: 1 } });
+    const file = tempDbFile();
+    const crashable = crashableStore(await openSqliteStore(file));
+    let crashed!: () => void;
+    const crash = new Promise<void>((resolve) => (crashed = resolve));
+    const store = midCall ? crashable.store : crashingAt(crashable, (w) => w.kind === 'checkpoint' && w.agentId === childId && w.status === 'done', crashed);
+    const first = await start({ machines: [agents()], store });
+    await first.runtime.spawn('agent', { id: 'lead', input: { tasks: ['When does water boil?'], tools: [{ name: 'researcher', agent: { machine: 'agent' } }] } });
+    if (midCall) {
+      await waitForView(first.runtime, childId, (v) => JSON.stringify(v.state) === JSON.stringify({ callingLLM: 'requesting' }));
+      crashable.crash();
+    } else {
+      await crash;
+    }
+    await first.runtime.close().catch(() => undefined);
+    hang = false;
+    const callsBefore = model.callsFor('Find the boiling point.');
+
+    const second = await start({ machines: [agents()], file });
+    const child = await waitForView(second.runtime, childId, (v) => v.status === 'done');
+    const lead = await waitForView(second.runtime, 'lead', (v) => v.state === 'idle' && v.progress === 1);
+    expect(model.callsFor('Find the boiling point.') - callsBefore).toBe(childCallsAfter);
+    expect((child.context as AgentContext).results.map((r) => r.response)).toEqual(['100 °C at sea level.']);
+    expect((lead.context as AgentContext).results.map((r) => r.response)).toEqual(['Water boils at 100 °C.']);
+    // Whichever process asked the parent's model again, it read the child's answer as the one result of the call.
+    const toolMessages = model.calls.filter((c) => c.messages.at(-1)?.role === 'tool').map((c) => c.messages.filter((m) => m.role === 'tool'));
+    expect(toolMessages.length).toBeGreaterThan(0);
+    for (const messages of toolMessages) expect(messages).toEqual([{ role: 'tool', toolCallId: 'c1', content: '100 °C at sea level.' }]);
+    // One answer and one end in the parent's inbox, in that order, under the child's keys.
+    await vi.waitFor(async () => expect((await second.store.getAgent('lead'))?.inboxPosition).toBe(2));
+    expect((await second.store.eventsAfter('lead', 0)).map((e) => [e.event.type, e.idempotencyKey])).toEqual([
+      ['agent.response', `${childId}:1:response`],
+      ['agent.done', `${childId}:ended`],
+    ]);
+    expect(second.runtime.liveAgents).toBe(1);
+  });
 });
+
+/** The crashable store, crashed the moment a commit would take a write `matches` picks (nothing of that commit lands). */
+function crashingAt(crashable: ReturnType<typeof crashableStore>, matches: (write: Write) => boolean, crashed: () => void): Store {
+  return new Proxy(crashable.store, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (property !== 'commit' || typeof value !== 'function') return value;
+      return (writes: readonly Write[]) => {
+        if (writes.some(matches)) {
+          crashable.crash();
+          crashed();
+        }
+        return (value as Store['commit']).call(target, writes);
+      };
+    },
+  });
+}

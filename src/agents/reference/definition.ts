@@ -8,6 +8,7 @@ import { sleepUntil } from '../../durable/sleep-until.js';
 import type { ChatMessage, LlmAnswer, LlmClient, LlmRequest } from '../../llm/client.js';
 import { AGENT_UPGRADES, createAgentMachine, DEFAULT_AGENT_DEFAULTS } from './machine.js';
 import { agentEventSchemas, agentInputSchema } from './schemas.js';
+import { AGENT_MACHINE_NAME } from './steps.js';
 import { runToolCalls, toToolSpec, type CodeTool, type HttpPost } from './tools.js';
 import type { AgentDefaults, EffectRequest, EffectResult, LlmStepInput, ToolResult, ToolsRequest } from './types.js';
 import { postWebhook } from './webhook.js';
@@ -37,7 +38,7 @@ export function agentDefinition({ llm, defaults, tools = [], outbound = parseOut
     },
   });
   return {
-    name: 'agent',
+    name: AGENT_MACHINE_NAME,
     machine,
     upgrades: AGENT_UPGRADES,
     input: inputSchemaFor(codeTools, outbound),
@@ -127,7 +128,9 @@ async function runSideEffect(input: EffectRequest, signal: AbortSignal, system: 
     const status = await postWebhook({ url: input.webhook, idempotencyKey, body, timeoutMs: input.timeoutMs }, signal, outbound);
     result = { delivered: true, status, idempotencyKey };
   }
-  // A child agent answers its parent too (an agent-as-tool call's result), once per task.
+  // A child agent answers its parent too (an agent-as-tool call's result), once per task. Awaited:
+  // the answer is in the parent's inbox before this effect's result can be checkpointed, so it comes
+  // before the `agent.done` of a child that finishes with that checkpoint (`finishAfterTasks`).
   if (agent.parent !== undefined) {
     const report: ChildResponseEvent = { type: 'agent.response', agentId: agent.agentId, seq: input.seq, task: input.task, response: input.response };
     await agent.reportToParent(report, childEventKey.response(agent.agentId, input.seq));

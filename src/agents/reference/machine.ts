@@ -41,7 +41,8 @@ const unbound = (name: string) => () =>
  * An answer is committed (`persisted` is a commit barrier) before anything acts on it. In
  * `sideEffect`, an answer with tool calls runs them (after a person's decision for tools marked
  * `approval`), and their results go back to the model: `callingLLM` again, at most `maxTurns` calls
- * per task. An answer without tool calls is the task's response: its webhook runs, then `idle`.
+ * per task. An answer without tool calls is the task's response: its webhook runs, then `idle` (or
+ * `done`, for an agent spawned with `finishAfterTasks` once nothing more is queued).
  * Pure: no I/O here; the runtime provides the actors by name and starts each only once the
  * checkpoint that invoked it is committed.
  *
@@ -172,6 +173,14 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
         ...endOfTask,
       })),
       skipTask: assign(({ context }) => ({ skipped: context.skipped + 1, ...endOfTask })),
+      // An agent that is to go once its tasks are done (`finishAfterTasks`: an agent tool's child)
+      // tells itself `finish` when nothing is queued. XState handles the raised event after `idle`'s
+      // `always`, in the same macrostep, so the agent passes through `idle` to `done` in one
+      // checkpoint. No transition of its own: the chart's shape, which stored checkpoints and the
+      // path tests' coverage rely on, stays as it was.
+      finishAfterLastTask: enqueueActions(({ context, enqueue }) => {
+        if (context.finishAfterTasks === true && context.queue.length === 0) enqueue.raise({ type: 'finish' });
+      }),
       resetAttempts: assign({ attempt: 0, nextAttemptAt: null }),
     },
     delays: { agentCallsTimeout: ({ context }) => agentCallsTimeoutMs(context) },
@@ -200,6 +209,8 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
       ],
       maxTurns: input.maxTurns ?? DEFAULT_MAX_TURNS,
       memory: input.memory ?? 'task',
+      // Only when set: the context of an agent without it is what it was before the option existed.
+      ...(input.finishAfterTasks === true ? { finishAfterTasks: true as const } : {}),
       queue: [...(input.tasks ?? [])],
       taken: 0,
       current: null,
@@ -327,7 +338,7 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
                 webhook: context.webhook,
                 timeoutMs: context.retry.webhookTimeoutMs ?? context.retry.timeoutMs,
               }),
-              onDone: { target: '#agent.idle', actions: 'completeTask' },
+              onDone: { target: '#agent.idle', actions: ['completeTask', 'finishAfterLastTask'] },
               onError: retryOrFail('backingOff', 'effect'),
             },
           },
@@ -341,7 +352,7 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
             // The tool calls not yet recorded run again with the same keys; a delivered task's webhook likewise.
             { target: 'sideEffect', actions: 'resetAttempts' },
           ],
-          'task.skip': { target: 'idle', actions: 'skipTask' },
+          'task.skip': { target: 'idle', actions: ['skipTask', 'finishAfterLastTask'] },
         },
       },
       done: { type: 'final' },

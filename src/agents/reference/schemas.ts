@@ -54,6 +54,7 @@ export const agentInputSchema = z
       .optional(),
     maxTurns: positiveInt.max(100).optional(),
     memory: z.enum(['task', 'conversation']).optional(),
+    finishAfterTasks: z.boolean().optional(),
   })
   .strict();
 

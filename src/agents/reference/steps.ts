@@ -7,6 +7,9 @@ import { ID_PATTERN } from '../../core/ids.js';
 import type { ChatMessage, LlmAnswer, TokenUsage, ToolCall, ToolDefinition } from '../../llm/client.js';
 import type { AgentContext, AgentStep, LastError, PendingApproval, ToolSpec, UsageTotals } from './types.js';
 
+/** The name the reference agent is registered under (agentDefinition). */
+export const AGENT_MACHINE_NAME = 'agent';
+
 /** LLM calls one task may make unless its input says otherwise (contract: `maxTurns`). */
 export const DEFAULT_MAX_TURNS = 8;
 
@@ -70,6 +73,9 @@ export interface AgentCall {
 /**
  * The last answer's calls of agent tools that start a child: not rejected by a person, with a
  * `task`. Any other (bad arguments, rejected) goes through the tool runner, which tells the model why.
+ * A reference agent child is spawned with `finishAfterTasks`: once it has answered its one task it
+ * has nothing more to do (no one sends it another), so it finishes rather than wait in `idle`
+ * forever. The tool's own `input` may say otherwise; a child of another machine ends on its own.
  */
 export function agentCallsToStart(context: Pick<AgentContext, 'messages' | 'tools' | 'decisions' | 'current'>, agentId: string): AgentCall[] {
   const seq = context.current?.seq ?? 0;
@@ -77,7 +83,8 @@ export function agentCallsToStart(context: Pick<AgentContext, 'messages' | 'tool
     const tool = context.tools.find((t) => t.name === call.name);
     const task = agentTask(call.arguments);
     if (!tool?.agent || task === undefined || context.decisions[call.id]?.approved === false) return [];
-    return [{ callId: call.id, childId: childAgentId(agentId, seq, call.id), machine: tool.agent.machine, input: { ...tool.agent.input, tasks: [task] } }];
+    const finishes = tool.agent.machine === AGENT_MACHINE_NAME ? { finishAfterTasks: true } : {};
+    return [{ callId: call.id, childId: childAgentId(agentId, seq, call.id), machine: tool.agent.machine, input: { ...finishes, ...tool.agent.input, tasks: [task] } }];
   });
 }
 

@@ -14,6 +14,11 @@ export interface AgentInput {
   maxTurns?: number;
   /** `task` (default): each task starts a fresh exchange; `conversation`: tasks are the user turns of one conversation. */
   memory?: 'task' | 'conversation';
+  /**
+   * Finish (final state `done`) once a task is answered or skipped and no other is queued, instead
+   * of waiting in `idle` for more. Set by an agent tool's call for the child it spawns.
+   */
+  finishAfterTasks?: boolean;
 }
 
 export interface HttpToolInput {
@@ -153,6 +158,11 @@ export interface AgentContext {
    * checkpoints written before agent tools existed.
    */
   agentCalls?: Record<string, string>;
+  /**
+   * `true`: input `finishAfterTasks`. Absent otherwise, so an agent without it (and every checkpoint
+   * written before it existed) waits in `idle` as before.
+   */
+  finishAfterTasks?: true;
   /** Calls made for the current step, the one in flight included. */
   attempt: number;
   /** Epoch ms of the next attempt while backing off (the deadline of the invoked backoff timer). */

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { agentMachine } from '../../../src/agents/reference/machine.js';
 import type { ToolsRequest } from '../../../src/agents/reference/types.js';
-import { agentPathTestOptions, pathTests, type PathRunResult } from '../../../src/testing/index.js';
+import { agentPathTestOptions, pathTests, type PathRunResult, type PathTestCase } from '../../../src/testing/index.js';
 
 const suite = pathTests(agentPathTestOptions());
 
@@ -94,6 +94,33 @@ describe('agent statechart: a crash after every step of every path changes nothi
       expect(effectKeys(crashed)).toEqual(effectKeys(reference));
       expect(toolCalls(crashed)).toEqual(toolCalls(reference));
       expect(crashed.state).toEqual(reference.state);
+    });
+  }
+});
+
+// An agent spawned with `finishAfterTasks` (an agent tool's child): the same chart, but a completed
+// or skipped task with nothing queued ends it in `done` (it raises `finish` to itself: no
+// transition of its own, so the suite above covers the chart). The shortest path that ends so by a
+// completed task and the one by a skipped task (220 of the generated crash cases end in one of the
+// two ways; these two paths keep the suite's time), each with a crash after every step. With agent
+// tools, on the runtime: test/runtime/child-agents.test.ts.
+describe('agent statechart with finishAfterTasks: paths that finish after a task, with a crash after every step', () => {
+  const options = agentPathTestOptions();
+  const finishing = pathTests({ ...options, input: { ...(options.input as object), finishAfterTasks: true }, simplePathDepth: 0 });
+  const endsBy = (type: string) => (path: PathTestCase) => path.steps.at(-1)!.status === 'done' && path.steps.at(-1)!.event.type === type;
+  const shortest = (matches: (path: PathTestCase) => boolean) => finishing.paths.filter(matches).sort((a, b) => a.steps.length - b.steps.length)[0]!;
+  const chosen = [shortest(endsBy('task.skip')), shortest(endsBy('xstate.done.actor.effect'))];
+
+  it('finds both paths', () => {
+    expect(chosen.every((path) => path !== undefined && path.steps.at(-1)!.state === 'done')).toBe(true);
+  });
+
+  for (const c of finishing.crashCases.filter((crash) => chosen.includes(crash.path))) {
+    it(c.name, async () => {
+      const { reference, crashed } = await c.run();
+      // run() has compared the two (state, context, actions, effects, actor starts); both ended.
+      expect([reference.status, crashed.status]).toEqual(['done', 'done']);
+      expect(crashed.state).toBe('done');
     });
   }
 });
