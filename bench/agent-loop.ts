@@ -61,7 +61,13 @@ export type LoopTools = { server: BenchToolServer } | { code: readonly CodeTool[
 export async function runAgentLoop(kind: LoopStore, synchronous: 'normal' | 'full' = 'normal', tools?: LoopTools): Promise<LoopResult> {
   const { store, dispose } = await openLoopStore(kind, synchronous);
   const codeTools = tools && 'code' in tools ? tools.code : [];
-  const runtime = await createRuntime({ store, machines: [agentDefinition({ llm: createSimulatedLlm(), tools: codeTools })] });
+  // BENCH_LLM_GATE=off runs the loop without the LLM gate: to measure what the gate costs.
+  const llmLimits = process.env.BENCH_LLM_GATE === 'off' ? false : undefined;
+  const runtime = await createRuntime({
+    store,
+    machines: [agentDefinition({ llm: createSimulatedLlm(), tools: codeTools })],
+    ...(llmLimits === undefined ? {} : { llmLimits }),
+  });
   const tasks = Array.from({ length: TASKS }, (_, i) => (tools ? TOOL_TASK_TEXT(i) : TASK_TEXT(i)));
   const input = tools && 'server' in tools ? { tasks, tools: BENCH_TOOLS.map((name) => ({ name, url: tools.server.url(name) })) } : { tasks };
   const doneAgents = new Set<string>();

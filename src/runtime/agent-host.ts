@@ -156,7 +156,9 @@ export class AgentHost implements TransitionSink {
       holdMs: callTimeoutMs(input) + SLOT_MARGIN_MS,
       onUnavailable: (err: unknown) => this.owner.log.warn({ agentId: this.agentId, err }, 'could not reach the shared LLM slots; the call keeps within this process limit'),
     };
-    return gatedCall(gate, { agentId: this.agentId, since, tokens: estimatedTokens(input) }, signal, call, { ...LLM_CALL_READING, ...(shared ? { shared } : {}) });
+    // The estimate serializes the whole request: only when a tokens-per-minute limit needs it.
+    const tokens = gate.countsTokens ? estimatedTokens(input) : 0;
+    return gatedCall(gate, { agentId: this.agentId, since, tokens }, signal, call, { ...LLM_CALL_READING, ...(shared ? { shared } : {}) });
   }
 
   /** Starts the actor unless restoring put it in error; returns that error. */

@@ -93,6 +93,11 @@ export class LlmGate {
     this.tokensAt = this.now();
   }
 
+  /** Whether calls are charged tokens (a `tpm` limit): when not, nobody need estimate them. */
+  get countsTokens(): boolean {
+    return this.tpm !== undefined;
+  }
+
   /** The concurrency limit now (adapted). */
   get limit(): number {
     return Math.max(MIN_LIMIT, Math.floor(this.limitNow));
