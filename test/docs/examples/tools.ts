@@ -1,4 +1,4 @@
-import { agentDefinition, createRuntime, createSimulatedLlm, tool, type AgentView } from '../../../src/index.js';
+import { agentDefinition, createRuntime, createSimulatedLlm, tool } from '../../../src/index.js';
 import { openSqliteStore } from '../../../src/store/sqlite/index.js';
 import { z } from 'zod';
 
@@ -12,21 +12,17 @@ const lookup = tool({
 });
 
 const runtime = await createRuntime({
-  store: await openSqliteStore(process.env.DURABLE_AGENTS_DB ?? './data/agents.db'),
+  // A file of its own: a SQLite file has one writer, and `npm start` runs ./data/agents.db.
+  store: await openSqliteStore(process.env.DURABLE_AGENTS_DB ?? './data/tools.db'),
   // The simulated model calls a tool whose name its task mentions; a real model decides for itself.
   machines: [agentDefinition({ llm: createSimulatedLlm(), tools: [lookup] })],
 });
 
-const answered = new Promise<AgentView>((resolve) => {
-  const unwatch = runtime.watch('support-1', (view) => {
-    if (view.state !== 'idle' || view.progress < 1) return;
-    unwatch();
-    resolve(view);
-  });
-});
 await runtime.spawn('agent', { id: 'support-1', input: { tasks: ['Please lookup Ana and greet her'] } });
+// The current view if it already matches (run again, the task is done), else the first one after a commit that does.
+const answered = await runtime.waitFor('support-1', (view) => view.state === 'idle' && view.progress >= 1);
 
 // The task's response, with the LLM calls it took and their tokens; and each tool call's result.
-console.log('results', ((await answered).context as { results: unknown[] }).results);
+console.log('results', (answered.context as { results: unknown[] }).results);
 for (const { action, result } of await runtime.actions('support-1')) if (action === 'runTools') console.log('tools', result);
 await runtime.close();
