@@ -18,6 +18,7 @@ import type { CodeTool } from '../src/agents/reference/tools.js';
 import { createRuntime } from '../src/runtime/runtime.js';
 import { sized, tempFile, within, writtenBytes } from './lib.js';
 import type { BenchToolServer } from './tool-server.js';
+import type { McpServers } from '../src/mcp/types.js';
 
 export const AGENTS = sized(undefined, 200, 10);
 export const TASKS = sized(undefined, 10, 2);
@@ -26,6 +27,8 @@ const TASK_TEXT = (i: number) => `Task ${i}: summarise the attached quarterly fi
 export const BENCH_TOOLS = ['lookup_figures', 'convert_currency'] as const;
 const TOOL_TASK_TEXT = (i: number) => `Task ${i}: get the quarterly figures with lookup_figures, convert them with convert_currency, summarise for the board.`;
 export const TOOL_CALLS_PER_TASK = BENCH_TOOLS.length;
+/** The MCP loop's task: the first HTTP tool, and the MCP tool in place of the second. */
+const MCP_TASK_TEXT = (i: number, mcpTool: string) => `Task ${i}: get the quarterly figures with lookup_figures, fetch the reference with ${mcpTool}, summarise for the board.`;
 /** Minutes beyond the slowest loop seen (the tool loop, ~15 s): past it, an agent is stuck, not slow. */
 const LOOP_DEADLINE_MS = 600_000;
 
@@ -55,21 +58,34 @@ export interface LoopResult {
  * The tools of the tool loop: HTTP tools served by a bench tool server, or the same two tools
  * registered in code (no HTTP: what the loop costs without its calls' network round trips).
  */
-export type LoopTools = { server: BenchToolServer } | { code: readonly CodeTool[] };
+export type LoopTools = { server: BenchToolServer; mcp?: LoopMcp } | { code: readonly CodeTool[] };
+
+/**
+ * With `mcp`, the tool loop's second tool is an MCP server's (`<server>__<tool>`, input `mcp: [server]`)
+ * instead of the second HTTP tool: each task calls `lookup_figures` over HTTP and that tool over MCP.
+ */
+export interface LoopMcp {
+  servers: McpServers;
+  server: string;
+  tool: string;
+}
 
 /** `tools`: the tool loop (else the plain loop, no tools). */
 export async function runAgentLoop(kind: LoopStore, synchronous: 'normal' | 'full' = 'normal', tools?: LoopTools): Promise<LoopResult> {
   const { store, dispose } = await openLoopStore(kind, synchronous);
   const codeTools = tools && 'code' in tools ? tools.code : [];
+  const mcp = tools && 'mcp' in tools ? tools.mcp : undefined;
   // BENCH_LLM_GATE=off runs the loop without the LLM gate: to measure what the gate costs.
   const llmLimits = process.env.BENCH_LLM_GATE === 'off' ? false : undefined;
   const runtime = await createRuntime({
     store,
-    machines: [agentDefinition({ llm: createSimulatedLlm(), tools: codeTools })],
+    machines: [agentDefinition({ llm: createSimulatedLlm(), tools: codeTools, ...(mcp ? { mcp: mcp.servers } : {}) })],
     ...(llmLimits === undefined ? {} : { llmLimits }),
   });
-  const tasks = Array.from({ length: TASKS }, (_, i) => (tools ? TOOL_TASK_TEXT(i) : TASK_TEXT(i)));
-  const input = tools && 'server' in tools ? { tasks, tools: BENCH_TOOLS.map((name) => ({ name, url: tools.server.url(name) })) } : { tasks };
+  const tasks = Array.from({ length: TASKS }, (_, i) => (mcp ? MCP_TASK_TEXT(i, `${mcp.server}__${mcp.tool}`) : tools ? TOOL_TASK_TEXT(i) : TASK_TEXT(i)));
+  const input = mcp && tools && 'server' in tools
+    ? { tasks, tools: [{ name: BENCH_TOOLS[0], url: tools.server.url(BENCH_TOOLS[0]) }], mcp: [mcp.server] }
+    : tools && 'server' in tools ? { tasks, tools: BENCH_TOOLS.map((name) => ({ name, url: tools.server.url(name) })) } : { tasks };
   const doneAgents = new Set<string>();
   const allDone = new Promise<void>((resolve) => {
     for (let i = 0; i < AGENTS; i++) {

@@ -41,6 +41,11 @@ const WORKLOADS: Record<string, { what: string; goal: string; steps: Step[] }> =
     goal: 'ratio ≥ 0.8 (checkpoints/s)',
     steps: [{ script: 'tools.ts' }],
   },
+  'tools-mcp': {
+    what: 'the same tool loop with one of its two tools an MCP tool (server-everything, stdio) beside an HTTP tool, vs both tools HTTP, synchronous=NORMAL',
+    goal: 'ratio ≥ 0.8 (tasks/s, vs HTTP only)',
+    steps: [{ script: 'tools-mcp.ts' }],
+  },
   recovery: {
     what: '10,000 agents SIGKILLed mid-task: restore until all run again, vs a scan of the same agents through the store (their snapshots put back together from parts, JSON-parsed)',
     goal: 'ratio ≤ 3, ms < 1000',

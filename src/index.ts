@@ -15,6 +15,9 @@ export { CHILD_EVENT_TYPES, reportKey, type ChildDoneEvent, type ChildEvent, typ
 export { lintDefinition, lintMachine, LINT_CODES, type LintCode, type LintFinding, type LintSeverity } from './durable/lint.js';
 export { agentDefinition, AGENT_ACTORS, type AgentDependencies } from './agents/reference/definition.js';
 export { tool, type CodeTool, type ToolCallContext } from './agents/reference/tools.js';
+export { createMcpServers, type McpServerPool, type McpServersOptions } from './mcp/servers.js';
+export { IDEMPOTENCY_KEY_META } from './mcp/connection.js';
+export { MCP_SERVER_NAME, mcpToolName, type McpCallOutcome, type McpServers, type McpToolInfo } from './mcp/types.js';
 export { parseOutboundPolicy, type OutboundPolicy } from './core/outbound.js';
 export { agentMachine, createAgentMachine, DEFAULT_AGENT_DEFAULTS } from './agents/reference/machine.js';
 export type * from './agents/reference/types.js';

@@ -10,7 +10,7 @@ const SRC = path.join(import.meta.dirname, '../src');
 /** Lowest first. Folders on one line are side by side: they may not import each other. */
 const LAYERS: readonly (readonly string[])[] = [
   ['core'],
-  ['durable', 'llm', 'store'],
+  ['durable', 'llm', 'store', 'mcp'],
   ['agents', 'runtime'],
   ['observability', 'testing'],
   ['http'],

@@ -7,6 +7,7 @@ const EVERY_CALLBACK: Record<Callback, true> = {
   transitionCommitted: true,
   batchCommitted: true,
   agentFailed: true,
+  agentParked: true,
   ownershipChanged: true,
   pruned: true,
   storeAvailability: true,

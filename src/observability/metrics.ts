@@ -31,6 +31,8 @@ export interface ObservedRuntime {
   storeReadiness?(): { ready: boolean; heldWrites: number };
   /** The LLM gate (absent or undefined: no gate, the gauges stay unset). */
   readonly llmGate?: { readonly queueDepth: number; readonly inFlight: number; readonly limit: number; readonly throttled: number } | undefined;
+  /** The tools' concurrency limits (absent: the tool gauges stay unset). */
+  readonly toolLimits?: { loads(): { tool: string; waiting: number; inFlight: number }[] };
 }
 
 /**
@@ -141,6 +143,19 @@ export function createMetrics(options: RuntimeMetricsOptions = {}): Metrics {
         help: 'LLM calls the provider refused for its rate (429), each asked again after its Retry-After',
         registers: [registry],
       });
+      const toolQueue = new Gauge({
+        name: 'durable_agents_tool_queue_depth',
+        help: "Calls of a tool waiting for room under its concurrency limit in this process (their agents are waiting, not failing)",
+        labelNames: ['tool'] as const,
+        registers: [registry],
+      });
+      const toolInFlight = new Gauge({
+        name: 'durable_agents_tool_in_flight',
+        help: 'Calls of a tool with a concurrency limit running now in this process',
+        labelNames: ['tool'] as const,
+        registers: [registry],
+      });
+      const seenTools = new Set<string>();
       let throttledSeen = 0;
       const seenStates = new Set<string>();
       refresh = async () => {
@@ -157,6 +172,15 @@ export function createMetrics(options: RuntimeMetricsOptions = {}): Metrics {
           llmLimit.set(gate.limit);
           llmThrottled.inc(gate.throttled - throttledSeen);
           throttledSeen = gate.throttled;
+        }
+        if (runtime.toolLimits) {
+          // A tool with nothing waiting or running any more must read 0, not keep its last value.
+          const loads = new Map(runtime.toolLimits.loads().map((l) => [l.tool, l]));
+          for (const tool of loads.keys()) seenTools.add(tool);
+          for (const tool of seenTools) {
+            toolQueue.set({ tool }, loads.get(tool)?.waiting ?? 0);
+            toolInFlight.set({ tool }, loads.get(tool)?.inFlight ?? 0);
+          }
         }
         const [stats, bytes] = await Promise.all([runtime.stats(), runtime.storeBytes()]);
         for (const status of AGENT_STATUSES) agents.set({ status }, stats.agentsByStatus[status] ?? 0);

@@ -74,6 +74,13 @@ export function createRuntimeMetrics(registry: Registry, { effects }: RuntimeMet
     labelNames: ['machine', 'tool', 'outcome'] as const,
     registers,
   });
+  // The servers are the service's configured ones and the tools those they list: bounded by the configuration, not by the model.
+  const mcpToolCalls = new Counter({
+    name: 'durable_agents_mcp_tool_calls_total',
+    help: "Tool calls of MCP servers' tools (also counted in durable_agents_tool_calls_total), by machine, server, the server's name for the tool, and outcome: ok or error",
+    labelNames: ['machine', 'server', 'tool', 'outcome'] as const,
+    registers,
+  });
   const effectCalls = new Counter({
     name: 'durable_agents_effects_total',
     help: 'Side effects (actors a machine declares `effect`) that ended, by outcome: ok, transient or permanent',
@@ -103,6 +110,13 @@ export function createRuntimeMetrics(registry: Registry, { effects }: RuntimeMet
     name: 'durable_agents_agent_failures_total',
     help: 'Agents put in status error or reloaded, by reason: actor (threw inside its chart), commit (checkpoint not committed), corrupt (stored state unusable)',
     labelNames: ['reason'] as const,
+    registers,
+  });
+
+  const budgetExceeded = new Counter({
+    name: 'durable_agents_budget_exceeded_total',
+    help: "Agents parked in failed by their budget (lastError.code budget_exceeded: the reference agent's input.budget), by machine",
+    labelNames: ['machine'] as const,
     registers,
   });
 
@@ -158,13 +172,19 @@ export function createRuntimeMetrics(registry: Registry, { effects }: RuntimeMet
         const tool = call.offered ? call.name : UNKNOWN;
         // A tool's other outcome starts at 0 with its first call, so an error rate reads 0 rather than nothing.
         for (const outcome of TOOL_CALL_OUTCOMES) toolCalls.inc({ machine, tool, outcome }, outcome === call.outcome ? 1 : 0);
+        if (call.offered && call.mcp) {
+          const { server, tool: mcpTool } = call.mcp;
+          for (const outcome of TOOL_CALL_OUTCOMES) mcpToolCalls.inc({ machine, server, tool: mcpTool, outcome }, outcome === call.outcome ? 1 : 0);
+        }
       }
     });
   }
 
   return {
     machinesRegistered(machines) {
-      for (const { actors } of machines) {
+      for (const { name, actors } of machines) {
+        // Machines with LLM calls may have a budget (the reference agent's input.budget).
+        if ([...actors.values()].some((a) => a.kind === 'llm')) budgetExceeded.inc({ machine: name }, 0);
         for (const [src, { kind }] of actors) if (kind === 'llm' || kind === 'effect' || kind === 'tools') retries.inc({ action: src }, 0);
       }
     },
@@ -189,6 +209,9 @@ export function createRuntimeMetrics(registry: Registry, { effects }: RuntimeMet
     },
     agentFailed({ reason }) {
       failures.inc({ reason });
+    },
+    agentParked({ machine, lastError }) {
+      if ((lastError as { code?: unknown } | null | undefined)?.code === 'budget_exceeded') budgetExceeded.inc({ machine });
     },
     ownershipChanged({ change, agents }) {
       ownership.inc({ change }, agents);

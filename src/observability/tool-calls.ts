@@ -29,6 +29,8 @@ export interface ToolCallReading {
   outcome: ToolCallOutcome;
   /** The batch's error code, for a call of a batch that failed without a result for it. */
   errorCode: string | undefined;
+  /** An MCP server's tool (the offered tool spec says `mcp: { server, tool }`): which server, and its own name for the tool. */
+  mcp: { server: string; tool: string } | undefined;
 }
 
 /**
@@ -41,6 +43,7 @@ export function readToolCalls(agentId: string, reading: ActionReading, at: numbe
   const input = reading.input ?? {};
   const seq = typeof input.seq === 'number' ? input.seq : undefined;
   const offered = offeredNames(input.tools);
+  const mcp = mcpTools(input.tools);
   const call = (callId: string, name: string, outcome: ToolCallOutcome, errorCode?: string): ToolCallReading => ({
     callId,
     name,
@@ -48,6 +51,7 @@ export function readToolCalls(agentId: string, reading: ActionReading, at: numbe
     idempotencyKey: seq === undefined ? undefined : toolCallKey(agentId, seq, callId),
     outcome,
     errorCode,
+    mcp: mcp.get(name),
   });
 
   if (reading.outcome === 'ok') {
@@ -78,6 +82,16 @@ export function withToolCalls(readings: ToolCallReading[] | Promise<ToolCallRead
 function offeredNames(tools: unknown): Set<string> | undefined {
   if (!Array.isArray(tools)) return undefined; // a machine of its own that does not say: trust the names
   return new Set(recordsOf(tools).flatMap((t) => (typeof t.name === 'string' ? [t.name] : [])));
+}
+
+/** The offered tools that are an MCP server's, by the name the model calls. */
+function mcpTools(tools: unknown): Map<string, { server: string; tool: string }> {
+  const found = new Map<string, { server: string; tool: string }>();
+  for (const t of recordsOf(tools)) {
+    const mcp = t.mcp as Record<string, unknown> | null | undefined;
+    if (typeof t.name === 'string' && typeof mcp?.server === 'string' && typeof mcp.tool === 'string') found.set(t.name, { server: mcp.server, tool: mcp.tool });
+  }
+  return found;
 }
 
 function recordsOf(value: unknown): Record<string, unknown>[] {

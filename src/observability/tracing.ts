@@ -11,7 +11,8 @@
  *      | agent.action           any other logged invoked actor
  *
  * LLM and tool spans carry the OpenTelemetry GenAI attributes (`gen_ai.*`): the model, the tokens,
- * the tool's name and call id; never a prompt, an answer, arguments or a result.
+ * the tool's name and call id (an MCP server's tool: `mcp.server` and `mcp.tool` too); never a
+ * prompt, an answer, arguments or a result.
  *
  * Every span carries `agent.id` and `agent.seq` (the checkpoint the transition wrote, also the
  * action-log row's seq), so a trace search for one agent lists its history in order.
@@ -157,6 +158,8 @@ function toolCallSpan(tracer: Tracer, call: ToolCallReading, place: SpanPlace): 
         [GEN_AI.operationName]: 'execute_tool',
         [GEN_AI.toolName]: call.name,
         [GEN_AI.toolCallId]: call.callId,
+        // An MCP server's tool: which server, and the tool's own name there (gen_ai.tool.name is `<server>__<tool>`).
+        ...(call.mcp ? { 'mcp.server': call.mcp.server, 'mcp.tool': call.mcp.tool } : {}),
         ...(call.idempotencyKey ? { 'agent.idempotency_key': call.idempotencyKey } : {}),
         'agent.outcome': call.outcome,
         ...(call.errorCode ? { [ATTR_ERROR_TYPE]: call.errorCode } : {}),

@@ -354,6 +354,7 @@ export class LiveAgents implements HostOwner {
       { agentId: host.agentId, machine: host.machine.name, seq: checkpoint.seq, ...(lastError === undefined ? {} : { lastError }) },
       'agent parked in failed; it waits for an event (the reference agent: retry or task.skip)',
     );
+    this.options.observe('agentParked', { agentId: host.agentId, machine: host.machine.name, lastError });
   }
 
   /** Takes a host out of this process's books (it has stopped, or is about to). */

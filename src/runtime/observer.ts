@@ -27,6 +27,11 @@ export interface RuntimeObserver {
   batchCommitted?(event: { size: number; ms: number }): void;
   agentFailed?(event: { agentId: string; reason: 'actor' | 'commit' | 'corrupt'; error: SerializedError }): void;
   /**
+   * An agent entered a top-level state named `failed` (the reference agent's: it waits for a person),
+   * once per entry, with its context's `lastError` when it has one.
+   */
+  agentParked?(event: { agentId: string; machine: string; lastError: unknown }): void;
+  /**
    * Shared store only: agents this process took over (`adopted`: no live process ran them) or let go
    * (`fenced`: another process runs it now, or it was stopped elsewhere; `lease-lost`: this process's
    * lease ran out).

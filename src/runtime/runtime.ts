@@ -1,6 +1,7 @@
 // The runtime's public API in one class, so that a reader sees every command and query in one place;
 // each method is a few lines over LiveAgents, Watchers, the store or ownership, which do the work.
 import { LlmGate } from '../llm/flow/llm-gate.js';
+import { toolLimits, type ToolLimits } from '../core/tool-limits.js';
 import { reportKey, type ChildEvent } from '../durable/child-events.js';
 import type { AnyMachineSnapshot, InspectionEvent } from 'xstate';
 import {
@@ -171,6 +172,8 @@ export class Runtime {
   readonly readOnly: boolean;
   /** The gate in front of the LLM for every agent here (none with `llmLimits: false`). */
   readonly llmGate: LlmGate | undefined;
+  /** Where tool calls wait under their tools' `concurrency` (this process's, shared by its runtimes). */
+  readonly toolLimits: ToolLimits = toolLimits;
   private readonly maxInbox: number;
 
   constructor(options: RuntimeOptions) {
@@ -457,7 +460,7 @@ export class Runtime {
     return {
       ...view,
       ...(children.items.length > 0 ? { children: children.items.map((c) => c.id) } : {}),
-      ...(this.llmGate?.isWaiting(agentId) ? { waiting: 'llm_capacity' as const } : {}),
+      ...(this.llmGate?.isWaiting(agentId) ? { waiting: 'llm_capacity' as const } : this.toolLimits.isWaiting(agentId) ? { waiting: 'tool_capacity' as const } : {}),
     };
   }
 

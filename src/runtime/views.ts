@@ -22,9 +22,10 @@ export interface AgentView<TContext = unknown> {
   children?: string[];
   /**
    * What the agent waits for that is not an event: `llm_capacity` while its LLM call waits at the
-   * runtime's LLM gate (only in a single agent's view; not a failure: it is served in turn).
+   * runtime's LLM gate, `tool_capacity` while a tool call waits for room under its tool's
+   * `concurrency` (only in a single agent's view; not a failure: it is served in turn).
    */
-  waiting?: 'llm_capacity';
+  waiting?: 'llm_capacity' | 'tool_capacity';
   /** Why an agent in `error` is there (quarantined: its stored state cannot be used; or its machine threw); only then. */
   error?: AgentErrorView;
 }

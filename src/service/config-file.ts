@@ -9,7 +9,8 @@ import type { CodeTool } from '../agents/reference/tools.js';
 import { AgentsError } from '../core/errors.js';
 import type { MachineDefinition } from '../durable/definition.js';
 import { lintDefinition } from '../durable/lint.js';
-import type { McpServerConfig, ServiceConfig, ServiceConfigContext } from './define-config.js';
+import { MCP_SERVER_NAME, type McpServerConfig } from '../mcp/types.js';
+import type { ServiceConfig, ServiceConfigContext } from './define-config.js';
 
 /** A config module that cannot be loaded or used; the message names the file and the cause. */
 export class ConfigFileError extends AgentsError {
@@ -44,6 +45,8 @@ const EXTENSIONS = /\.(m?js|m?ts)$/;
 const isMachine = (v: unknown): boolean =>
   !!v && typeof v === 'object' && typeof (v as { root?: unknown }).root === 'object' && typeof (v as { transition?: unknown }).transition === 'function';
 
+const mcpCommon = { approveDestructive: z.boolean().optional(), timeoutMs: z.number().int().positive().optional() };
+
 const configSchema = z
   .object({
     machines: z
@@ -58,10 +61,18 @@ const configSchema = z
         { message: 'must be an array of code tools (tool({ name, description, parameters, execute }))' },
       )
       .optional(),
-    mcpServers: z.record(z.string(), z.union([
-      z.object({ command: z.string(), args: z.array(z.string()).optional(), env: z.record(z.string(), z.string()).optional() }).strict(),
-      z.object({ url: z.string(), headers: z.record(z.string(), z.string()).optional() }).strict(),
-    ])).optional(),
+    mcpServers: z
+      .record(
+        z.string(),
+        z.union(
+          [
+            z.object({ command: z.string().min(1), args: z.array(z.string()).optional(), env: z.record(z.string(), z.string()).optional(), cwd: z.string().optional(), ...mcpCommon }).strict(),
+            z.object({ url: z.string().regex(/^https?:\/\//i, { message: 'must be an http:// or https:// URL' }).refine((url) => URL.canParse(url), { message: 'must be a URL' }), headers: z.record(z.string(), z.string()).optional(), ...mcpCommon }).strict(),
+          ],
+          { message: 'must be { command, args?, env?, cwd?, approveDestructive?, timeoutMs? } or { url (http:// or https://), headers?, approveDestructive?, timeoutMs? }' },
+        ),
+      )
+      .optional(),
   })
   .strict();
 
@@ -111,6 +122,9 @@ export async function loadConfigFile(file: string, context: ServiceConfigContext
     if (seen.has(def.name)) fail(`two machines are named "${def.name}".`);
     seen.add(def.name);
   }
+  for (const name of Object.keys(config.mcpServers ?? {})) {
+    if (!MCP_SERVER_NAME.test(name)) fail(`mcpServers: "${name}" is not a server name (1 to 32 letters, digits, _ or -, without "__").`);
+  }
   const toolNames = new Set<string>();
   for (const t of tools) {
     if (toolNames.has(t.name)) fail(`two tools are named "${t.name}".`);
@@ -123,6 +137,20 @@ export async function loadConfigFile(file: string, context: ServiceConfigContext
     }
   }
   return { file: abs, machines, tools, mcpServers: config.mcpServers };
+}
+
+/**
+ * The MCP servers `serve` connects to: those of `--mcp` (or `DURABLE_AGENTS_MCP`) and those of the
+ * config's `mcpServers`. A name both give is refused (which one was meant cannot be guessed).
+ */
+export function mergeMcpServers(flags: Record<string, McpServerConfig>, config: Pick<LoadedConfig, 'file' | 'mcpServers'> | undefined): Record<string, McpServerConfig> {
+  const fromFile = config?.mcpServers ?? {};
+  const twice = Object.keys(flags).filter((name) => Object.hasOwn(fromFile, name));
+  if (config && twice.length > 0) {
+    const names = twice.map((n) => `"${n}"`).join(', ');
+    throw new ConfigFileError(config.file, `MCP server${twice.length > 1 ? 's' : ''} ${names} ${twice.length > 1 ? 'are' : 'is'} configured twice, by --mcp (or DURABLE_AGENTS_MCP) and in mcpServers: keep one.`);
+  }
+  return { ...fromFile, ...flags };
 }
 
 /** A module by file: as it is (node, or a process started with a TypeScript loader), else TypeScript through tsx. */

@@ -6,7 +6,8 @@ import { DEFAULT_AGENT_DEFAULTS } from '../agents/reference/machine.js';
 import type { AgentDefaults } from '../agents/reference/types.js';
 import { DEFAULT_LEASE_MS } from '../store/postgres/postgres-store.js';
 import { DEFAULT_LLM_CONCURRENCY, DEFAULT_MAX_INBOX } from '../runtime/runtime.js';
-import { inspectPort, integer, nonNegativeNumber, oneOf, onOff, outboundPolicy, postgresUrl, text, type Parse } from './config-values.js';
+import { inspectPort, integer, mcpServers, modelPrices, nonNegativeNumber, oneOf, onOff, outboundPolicy, postgresUrl, text, type Parse } from './config-values.js';
+import type { McpServerConfig } from '../mcp/types.js';
 
 /** `durable-agents serve`'s settings, by concern. Each comes from a flag, else its env var, else its default. */
 export interface Config {
@@ -42,6 +43,8 @@ export interface Config {
     baseDelayMs: number;
     /** Unset: the LLM's timeout bounds the webhook too. */
     webhookTimeoutMs: number | undefined;
+    /** Dollars per million tokens by model, for budgets in dollars (input `budget.maxCostUsd`); unset: none known. */
+    prices: AgentDefaults['prices'] | undefined;
   };
   outbound: {
     /** Where webhooks and HTTP tools may send requests; unset: anywhere but link-local and cloud-metadata addresses. */
@@ -77,6 +80,8 @@ export interface Config {
   inspect: number | undefined;
   /** A module adding machines and code tools (`--config FILE`, see config-file.ts); unset: none. */
   configFile: string | undefined;
+  /** MCP servers by name (`--mcp NAME=COMMAND|URL`, repeatable), beside a config file's `mcpServers`; none: `{}`. */
+  mcp: Record<string, McpServerConfig>;
 }
 
 export const LOG_FORMATS = ['auto', 'pretty', 'json'] as const;
@@ -105,7 +110,7 @@ export interface Option<T> {
   defaultText?: string;
 }
 
-type Sections = Omit<Config, 'inspect' | 'configFile'>;
+type Sections = Omit<Config, 'inspect' | 'configFile' | 'mcp'>;
 type OptionTable = { [S in keyof Sections]: { [K in keyof Sections[S]]-?: Option<Sections[S][K]> } };
 
 /**
@@ -178,6 +183,11 @@ export const OPTIONS: OptionTable = {
       flag: 'webhook-timeout-ms', env: 'WEBHOOK_TIMEOUT_MS', default: DEFAULT_AGENT_DEFAULTS.webhookTimeoutMs, parse: integer({ min: 1 }), value: 'N',
       help: 'time limit of one webhook delivery', defaultText: 'unset: --llm-timeout-ms',
     },
+    prices: {
+      flag: 'llm-prices', env: 'LLM_PRICES', default: undefined, parse: modelPrices, value: 'LIST',
+      help: "models' prices, MODEL=IN/OUT comma-separated (dollars per million input and output tokens), for agents' budgets in dollars",
+      defaultText: 'unset: no price known (a budget in dollars is refused)',
+    },
   },
   outbound: {
     allow: {
@@ -244,11 +254,25 @@ export const CONFIG_FILE_OPTION: Option<string | undefined> = {
   help: 'a .js, .mjs or .ts module (from the working directory) whose default export adds machines and code tools', defaultText: 'unset',
 };
 
+/**
+ * Repeatable: each `--mcp` adds a server; given once or more, the flags replace the variable, whose
+ * entries are separated by `;`. A URL (http://, https://) is a streamable HTTP server; anything else
+ * a command line split on whitespace (no quoting: a config file's `mcpServers` says anything more).
+ */
+export const MCP_OPTION: Option<Record<string, McpServerConfig> | undefined> = {
+  flag: 'mcp', env: 'DURABLE_AGENTS_MCP', default: undefined,
+  parse: (raw, flag) => mcpServers(raw.split(';').map((entry) => entry.trim()).filter((entry) => entry !== ''), flag),
+  value: 'NAME=COMMAND|URL',
+  help: 'an MCP server whose tools agents may be offered (input "mcp": ["NAME"]): a URL, else a command split on whitespace; repeatable (the env var: entries separated by ;)',
+  defaultText: 'none',
+};
+
 /** Every option, flat, in the table's order (for parsing and `--help`). */
 export const ALL_OPTIONS: readonly Option<unknown>[] = [
   ...Object.values(OPTIONS).flatMap((section: Record<string, Option<unknown>>) => Object.values(section)),
   INSPECT_OPTION,
   CONFIG_FILE_OPTION,
+  MCP_OPTION,
 ];
 
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Config {
@@ -256,12 +280,18 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   const { values } = parseArgs({
     // Like node's own --inspect[=PORT]: a bare switch takes no value, so "--inspect --port 1" works.
     args: argv.map((arg) => (bare.has(arg) ? `${arg}=true` : arg)),
-    options: Object.fromEntries(ALL_OPTIONS.map((o) => [o.flag, { type: 'string' as const }])),
+    options: Object.fromEntries(ALL_OPTIONS.map((o) => [o.flag, { type: 'string' as const, multiple: o === MCP_OPTION }])),
     strict: true,
     allowPositionals: false,
   });
   const read = <T>(option: Option<T>): T => {
-    const raw = (values[option.flag] as string | undefined) ?? nonEmpty(env[option.env]);
+    const given = values[option.flag] as string | string[] | undefined;
+    // `--mcp` is repeatable: its values are parsed together (a name given twice is refused).
+    if (Array.isArray(given)) {
+      if (given.some((entry) => entry === '')) throw new InvalidInputError(`--${option.flag} needs a value.`);
+      return given.length === 0 ? option.default : (mcpServers(given, option.flag) as T);
+    }
+    const raw = given ?? nonEmpty(env[option.env]);
     if (raw === undefined) return option.default;
     // `--token ""` must not silently turn authentication off (nor `--db ""` open a temporary database).
     if (raw === '') throw new InvalidInputError(`--${option.flag} needs a value.`);
@@ -281,6 +311,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     log: section(OPTIONS.log),
     inspect: read(INSPECT_OPTION),
     configFile: read(CONFIG_FILE_OPTION),
+    mcp: read(MCP_OPTION) ?? {},
   };
 }
 
@@ -292,6 +323,7 @@ export function agentDefaults(config: Config): Partial<AgentDefaults> {
     maxAttempts: config.agent.maxAttempts,
     baseDelayMs: config.agent.baseDelayMs,
     ...(config.agent.webhookTimeoutMs === undefined ? {} : { webhookTimeoutMs: config.agent.webhookTimeoutMs }),
+    ...(config.agent.prices === undefined ? {} : { prices: config.agent.prices }),
   };
 }
 

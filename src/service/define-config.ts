@@ -5,8 +5,10 @@ import type { MachineDefinition } from '../durable/definition.js';
 import type { LlmClient } from '../llm/client.js';
 import type { CodeTool } from '../agents/reference/tools.js';
 
-/** An MCP server the reference agent would take tools from (accepted, not supported yet). */
-export type McpServerConfig = { command: string; args?: string[]; env?: Record<string, string> } | { url: string; headers?: Record<string, string> };
+import type { McpServerConfig } from '../mcp/types.js';
+
+/** An MCP server the reference agent takes tools from (a program on stdio, or a streamable HTTP URL). */
+export type { McpServerConfig };
 
 /** The machines and code tools a config adds to `durable-agents serve`. */
 export interface ServiceConfig {
@@ -14,7 +16,10 @@ export interface ServiceConfig {
   machines?: MachineDefinition[];
   /** Code tools the reference agent offers to every agent, besides the HTTP tools of its input. */
   tools?: CodeTool[];
-  /** Not supported yet: `serve` warns and ignores them. */
+  /**
+   * MCP servers by name (`^[A-Za-z0-9_-]{1,32}$`, no `__`), beside those of `--mcp`: an agent
+   * spawned with `"mcp": ["NAME"]` is offered their tools, as `<name>__<tool>`.
+   */
   mcpServers?: Record<string, McpServerConfig>;
 }
 

@@ -13,7 +13,8 @@ import { BUILTIN_TOOLS } from '../agents/reference/builtin-tools.js';
 import { agentDefinition } from '../agents/reference/definition.js';
 import type { RetentionPolicy } from '../runtime/pruner.js';
 import { createRuntime, type Runtime } from '../runtime/runtime.js';
-import { loadConfigFile } from './config-file.js';
+import { loadConfigFile, mergeMcpServers } from './config-file.js';
+import { createMcpServers } from '../mcp/servers.js';
 import { createServer } from '../http/app.js';
 import { setMaxListeners } from 'node:events';
 
@@ -41,12 +42,11 @@ export async function main(
   const llm = chooseLlm(config.llm);
   // Before anything is opened: a config that cannot be used stops the service with its one message.
   const extension = config.configFile === undefined ? undefined : await loadConfigFile(config.configFile, { llm, logger: log });
+  // --mcp's servers and the config's: a name both give stops the service here too.
+  const mcpConfigs = mergeMcpServers(config.mcp, extension);
   if (llm.kind === 'simulated') warnSimulated(log);
   if (extension) {
     log.info({ file: extension.file, machines: extension.machines.map((m) => m.name), tools: extension.tools.map((t) => t.name) }, 'config loaded');
-    if (extension.mcpServers && Object.keys(extension.mcpServers).length > 0) {
-      log.warn({ file: extension.file, mcpServers: Object.keys(extension.mcpServers) }, 'mcpServers in the config are not supported yet: ignored');
-    }
   }
   const configTools = extension?.tools ?? [];
   // With the simulated LLM, a calculator and an approval-gated note board show the tool loop (a config's tool of the same name wins).
@@ -54,6 +54,9 @@ export async function main(
   const tools = [...builtinTools, ...configTools];
   // First: a SQLite file another live serve holds stops this one here (StoreLockedError), before anything is restored.
   const store = await openStore(config.store);
+  // Connected when an agent first needs their tools; closed after the runtime.
+  const mcp = Object.keys(mcpConfigs).length > 0 ? createMcpServers(mcpConfigs, { logger: log }) : undefined;
+  if (mcp) log.info({ mcpServers: mcp.names }, 'MCP servers configured (connected when an agent first needs their tools)');
   // A shared store's agents are guarded by leases; a SQLite file's commits by its fsync setting.
   const durability = store.leases ? { leaseMs: store.leases.leaseMs } : { synchronous: config.store.synchronous };
   const readOnly = store.readOnly === true ? { readOnly: true } : {};
@@ -70,6 +73,7 @@ export async function main(
   } catch (err) {
     await store.close();
     await observability.close();
+    await mcp?.close();
     throw err;
   }
   const { server, url } = listening;
@@ -89,10 +93,14 @@ export async function main(
         defaults: agentDefaults(config),
         outbound: config.outbound.allow,
         ...(tools.length > 0 ? { tools } : {}),
+        ...(mcp ? { mcp } : {}),
       }),
       ...(extension?.machines ?? []),
     ],
-  }).catch((err: unknown) => stopListening(server, appReady, err));
+  }).catch(async (err: unknown) => {
+    await mcp?.close();
+    return stopListening(server, appReady, err);
+  });
   const shutdown = new AbortController();
   // Every open stream listens for the shutdown: Node's default of 10 listeners would warn past 10 streams.
   setMaxListeners(0, shutdown.signal);
@@ -116,6 +124,8 @@ export async function main(
         await closed;
         clearTimeout(cut);
         await runtime.close();
+        // After the runtime: no call of an agent is running any more; the server processes stop.
+        await mcp?.close();
         await observability.close();
       })()),
   };

@@ -3,6 +3,7 @@ import { textAnswer } from '../llm/client.js';
 import { createSimulatedLlm } from '../llm/simulated-client.js';
 import type { AgentContext } from '../agents/reference/types.js';
 import { agentDefinition } from '../agents/reference/definition.js';
+import { BUDGET_EXCEEDED, overBudget } from '../agents/reference/budget.js';
 import type { PathTestOptions } from './path-tests.js';
 
 /**
@@ -86,6 +87,10 @@ export function agentPathTestOptions(): PathTestOptions {
         pending: c.pendingApprovals.map((p) => p.callId),
         asksTools: last?.role === 'assistant' && (last.toolCalls?.length ?? 0) > 0,
         turnsLeft: c.turn < c.maxTurns,
+        // The budget's guards (overBudget, failedOnBudget): always false for an agent without a
+        // budget, as here, so they split no state; test/agents/reference/budget.paths.test.ts has one.
+        overBudget: overBudget(c),
+        onBudget: c.lastError?.code === BUDGET_EXCEEDED,
       });
     },
     // The backoff deadline is read from the wall clock when a retry is scheduled, so it differs

@@ -26,6 +26,7 @@ const FIGURES: Record<string, readonly (string | RegExp)[]> = {
   durable: ['ratio', 'checkpointsPerSec', 'tasksPerSec', 'baselinePerSec', 'bytesPerCheckpoint', 'cpuUsPerCheckpoint', 'baselineCpuUsPerRow', 'cpuRatio'],
   overhead: ['ratio', 'sqliteCheckpointsPerSec', 'memoryCheckpointsPerSec'],
   tools: ['ratio', 'checkpointsPerSec', 'tasksPerSec', 'plainCheckpointsPerSec', 'tasksRatio', 'checkpointsPerTask', 'cpuUsPerCheckpoint', 'bytesPerCheckpoint'],
+  'tools-mcp': ['ratio', 'tasksPerSec', 'httpTasksPerSec', 'checkpointsPerSec', 'checkpointsRatio', 'checkpointsPerTask', 'cpuUsPerTask', 'bytesPerCheckpoint', 'mcpConnections'],
   recovery: ['ratio', 'ms', 'rawScanMs', 'plainXstateMs', 'vsPlainXstate', 'agents'],
   http: ['ratio', 'durableRps', 'bareRps', 'apiNoStoreRps', 'durabilityRatio', 'durableP99Ms', 'bareCpuUs', 'apiCpuUs', 'durableCpuUs', 'cpuRatio'],
   postgres: ['ratio', 'checkpointsPerSec', 'tasksPerSec', 'baselinePerSec', 'cpuUsPerCheckpoint', 'checkpointsPerTransaction', 'roundTripsPerTransaction', 'otherRoundTripsPerCheckpoint'],

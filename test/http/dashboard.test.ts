@@ -78,6 +78,7 @@ describe('dashboard pages', () => {
     }
     expect(html).toContain('<g class="state atomic active" data-state="idle">');
     expect([...html.matchAll(/class="state [a-z]+ active"/g)]).toHaveLength(1);
+    // budget.raise is not offered: this agent has no budget.
     expect(html).toContain('data-accepted="finish task.add"');
     expect(html).toMatch(/<form data-event="retry" hidden=""/);
     expect(html).toMatch(/<form data-event="task.add" class="with-fields"><button type="submit">task.add<\/button><input type="text" name="task" required=""/);
@@ -424,7 +425,8 @@ describe('dashboard building blocks', () => {
     const edge = (from: string, to: string) => diagram.edges.find((e) => e.from === from && e.to === to);
     expect(edge('idle', 'callingLLM')?.label).toBe('always [hasQueuedTask]');
     expect(edge('callingLLM.requesting', 'persisted')?.label).toBe('llm done');
-    expect(edge('failed', 'callingLLM')?.label).toBe('retry [failedAtLlm]');
+    expect(edge('failed', 'callingLLM')?.label).toBe('retry [failedAtLlm] / budget.raise [failedOnBudget]');
+    expect(edge('callingLLM', 'failed')?.label).toBe('always [overBudget]');
     expect(edge('failed', 'idle')?.label).toBe('task.skip');
     expect(edge('callingLLM.backingOff', 'callingLLM.requesting')?.label).toBe('llmBackoff done / llmBackoff error');
     expect(edge('sideEffect.awaitingApproval', 'sideEffect.routing')?.label).toBe('tool.approve [isPendingCall] / tool.reject [isPendingCall]');
@@ -432,7 +434,7 @@ describe('dashboard building blocks', () => {
     expect(edge('sideEffect.awaitingAgents', 'callingLLM')?.label).toBe('after agentCallsTimeout [turnsLeft] / always [callsAnsweredTurnsLeft]');
     expect(diagram.edges.filter((e) => e.initial).map((e) => e.to).sort()).toEqual(['callingLLM.requesting', 'idle', 'sideEffect.routing']);
     for (const e of diagram.edges) expect(e.points.length, e.id).toBeGreaterThanOrEqual(2);
-    expect(diagram.internal).toEqual([{ state: '', events: ['task.add', 'agent.response [isAwaitedChild]', 'agent.done [isAwaitedChild]', 'agent.failed [isAwaitedChild]'] }]);
+    expect(diagram.internal).toEqual([{ state: '', events: ['task.add', 'agent.response [isAwaitedChild]', 'agent.done [isAwaitedChild]', 'agent.failed [isAwaitedChild]', 'budget.raise [hasBudget]'] }]);
   });
 
   it('turns state values into highlighted paths and labels', () => {

@@ -26,7 +26,7 @@ describe('GET /machines', () => {
       name: 'agent',
       version: '3',
       states: ['idle', 'callingLLM', 'persisted', 'sideEffect', 'failed', 'done'],
-      events: ['finish', 'retry', 'task.add', 'task.skip', 'tool.approve', 'tool.reject'],
+      events: ['budget.raise', 'finish', 'retry', 'task.add', 'task.skip', 'tool.approve', 'tool.reject'],
     });
     expect(body.items.map((m: { name: string }) => m.name).sort()).toEqual(['agent', 'toggle']);
   });

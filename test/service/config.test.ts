@@ -14,7 +14,7 @@ describe('loadConfig defaults', () => {
       server: { port: 3000, host: '127.0.0.1', token: undefined },
       store: { db: './data/agents.db', databaseUrl: undefined, synchronous: 'full', leaseMs: 10_000, readOnly: false },
       llm: { baseUrl: undefined, apiKey: undefined, model: 'gpt-4o-mini', timeoutMs: 30_000, simulatedFaultRate: 0, simulatedWordDelayMs: 30 },
-      agent: { maxAttempts: 5, baseDelayMs: 500, webhookTimeoutMs: undefined },
+      agent: { maxAttempts: 5, baseDelayMs: 500, webhookTimeoutMs: undefined, prices: undefined },
       outbound: { allow: parseOutboundPolicy(undefined) },
       runtime: { passivateAfterMs: 60_000 },
       flow: { llmConcurrency: 16, llmRpm: undefined, llmTpm: undefined, maxInbox: 1000 },
@@ -22,6 +22,7 @@ describe('loadConfig defaults', () => {
       log: { level: 'info', format: 'auto' },
       inspect: undefined,
       configFile: undefined,
+      mcp: {},
     } satisfies Config);
   });
 
@@ -56,6 +57,11 @@ const SETTINGS: [string, string, string, (c: Config) => unknown, unknown][] = [
   ['max-attempts', 'MAX_ATTEMPTS', '9', (c) => c.agent.maxAttempts, 9],
   ['retry-base-ms', 'RETRY_BASE_MS', '20', (c) => c.agent.baseDelayMs, 20],
   ['webhook-timeout-ms', 'WEBHOOK_TIMEOUT_MS', '700', (c) => c.agent.webhookTimeoutMs, 700],
+  [
+    'llm-prices', 'LLM_PRICES', 'gpt-4o-mini=0.15/0.6, meta-llama/Llama-3=0/0',
+    (c) => c.agent.prices,
+    { 'gpt-4o-mini': { inputPerMTok: 0.15, outputPerMTok: 0.6 }, 'meta-llama/Llama-3': { inputPerMTok: 0, outputPerMTok: 0 } },
+  ],
   ['allow-outbound', 'DURABLE_AGENTS_ALLOW_OUTBOUND', 'Hooks.example.com,*.example.org,10.0.0.0/8', (c) => String(c.outbound.allow), 'hooks.example.com,*.example.org,10.0.0.0/8'],
   ['passivate-after-ms', 'PASSIVATE_AFTER_MS', '0', (c) => c.runtime.passivateAfterMs, 0],
   ['llm-concurrency', 'LLM_CONCURRENCY', '4', (c) => c.flow.llmConcurrency, 4],
@@ -92,6 +98,10 @@ describe('loadConfig flags and environment variables', () => {
       [['--simulated-fault-rate', 'often'], {}, '--simulated-fault-rate must be a non-negative number (got "often").'],
       [['--lease-ms', '50'], {}, '--lease-ms must be at least 100 (got 50).'],
       [['--webhook-timeout-ms', '0'], {}, '--webhook-timeout-ms must be at least 1 (got 0).'],
+      [['--llm-prices', 'gpt-4o=2.5'], {}, '--llm-prices takes MODEL=IN/OUT entries, comma-separated: dollars per million input and output tokens, e.g. gpt-4o-mini=0.15/0.6 (got "gpt-4o=2.5").'],
+      [[], { LLM_PRICES: 'a=1/2,a=3/4' }, '--llm-prices names the model "a" twice.'],
+      [['--llm-prices', '=1/2'], {}, '--llm-prices takes MODEL=IN/OUT entries'],
+      [['--llm-prices', 'a=-1/2'], {}, '--llm-prices takes MODEL=IN/OUT entries'],
       [['--synchronous', 'off'], {}, '--synchronous must be "normal" or "full" (got "off").'],
       [[], { DATABASE_URL: 'mysql://root@db/agents' }, '--database-url must be a postgres:// (or postgresql://) URL.'],
       [[], { LOG_LEVEL: 'loud' }, '--log-level must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent" (got "loud").'],
@@ -156,6 +166,7 @@ describe('agentDefaults', () => {
     const config = loadConfig(['--model', 'm', '--llm-timeout-ms', '900', '--max-attempts', '2', '--retry-base-ms', '30'], {});
     expect(agentDefaults(config)).toEqual({ model: 'm', timeoutMs: 900, maxAttempts: 2, baseDelayMs: 30 });
     expect(agentDefaults(loadConfig(['--webhook-timeout-ms', '700'], {}))).toMatchObject({ webhookTimeoutMs: 700 });
+    expect(agentDefaults(loadConfig(['--llm-prices', 'm=1/2'], {}))).toMatchObject({ prices: { m: { inputPerMTok: 1, outputPerMTok: 2 } } });
   });
 
   /** The time limits an agent of these server defaults gives its LLM call and its webhook delivery. */

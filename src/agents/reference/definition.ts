@@ -9,8 +9,11 @@ import type { ChatMessage, LlmAnswer, LlmClient, LlmRequest } from '../../llm/cl
 import { AGENT_UPGRADES, createAgentMachine, DEFAULT_AGENT_DEFAULTS } from './machine.js';
 import { agentEventSchemas, agentInputSchema } from './schemas.js';
 import { AGENT_MACHINE_NAME } from './steps.js';
+import { priceOf, refuseBudgetRaise } from './budget.js';
 import { runToolCalls, toToolSpec, type CodeTool, type HttpPost } from './tools.js';
-import type { AgentDefaults, EffectRequest, EffectResult, LlmStepInput, ToolResult, ToolsRequest } from './types.js';
+import type { AgentDefaults, EffectRequest, EffectResult, LlmStepInput, LlmStepOutput, ToolResult, ToolsRequest } from './types.js';
+import type { McpServers } from '../../mcp/types.js';
+import { checkMcpServers, withMcpTools } from './mcp-tools.js';
 import { postWebhook } from './webhook.js';
 
 export interface AgentDependencies {
@@ -20,18 +23,28 @@ export interface AgentDependencies {
   tools?: readonly CodeTool[];
   /** Where webhooks and HTTP tools may go (default: anywhere but link-local and cloud-metadata addresses). */
   outbound?: OutboundPolicy;
+  /** Prices by model (US dollars per million tokens), for budgets in dollars; the same as `defaults.prices`, which they extend. */
+  prices?: AgentDefaults['prices'];
+  /**
+   * MCP servers (`createMcpServers(...)`) whose tools an agent's input may ask for (`"mcp": ["NAME"]`).
+   * Not closed by the runtime: whoever created them closes them, after `runtime.close()`.
+   */
+  mcp?: McpServers;
 }
 
 /** The reference `agent` statechart bound to real I/O: the only place the chart meets the world. */
-export function agentDefinition({ llm, defaults, tools = [], outbound = parseOutboundPolicy(undefined) }: AgentDependencies): MachineDefinition {
+export function agentDefinition({ llm, defaults, tools = [], outbound = parseOutboundPolicy(undefined), prices, mcp }: AgentDependencies): MachineDefinition {
   const codeTools = new Map(tools.map((t) => [t.name, t]));
   if (codeTools.size !== tools.length) throw new Error('Two tools registered in code have the same name.');
   const post: HttpPost = (url, request) => postJson(url, { step: 'tool', ...request, policy: outbound });
-  const machine = createAgentMachine({ ...DEFAULT_AGENT_DEFAULTS, ...defaults }, tools.map(toToolSpec)).provide({
+  const settings: AgentDefaults = { ...DEFAULT_AGENT_DEFAULTS, ...defaults, ...(prices ? { prices: { ...defaults?.prices, ...prices } } : {}) };
+  const machine = createAgentMachine(settings, tools.map(toToolSpec)).provide({
     actors: {
-      callLlm: fromPromise<LlmAnswer, LlmStepInput>(({ input, signal, system }) => callLlm(llm, input, signal, system)),
+      callLlm: fromPromise<LlmStepOutput, LlmStepInput>(({ input, signal, system }) =>
+        withMcpTools(mcp, input, signal, (request) => callLlm(llm, request, signal, system)),
+      ),
       runTools: fromPromise<ToolResult[], ToolsRequest>(({ input, signal, system }) =>
-        runToolCalls(input, { agent: currentAgent(system), codeTools, post, signal }),
+        runToolCalls(input, { agent: currentAgent(system), codeTools, post, signal, mcp }),
       ),
       runSideEffect: fromPromise<EffectResult, EffectRequest>(({ input, signal, system }) => runSideEffect(input, signal, system, outbound)),
       sleepUntil: fromPromise<void, { at: number }>(({ input, signal }) => sleepUntil(input.at, signal)),
@@ -41,10 +54,12 @@ export function agentDefinition({ llm, defaults, tools = [], outbound = parseOut
     name: AGENT_MACHINE_NAME,
     machine,
     upgrades: AGENT_UPGRADES,
-    input: inputSchemaFor(codeTools, outbound),
+    input: inputSchemaFor(codeTools, outbound, settings).superRefine(checkMcpServers(mcp)),
     events: agentEventSchemas,
     actors: AGENT_ACTORS,
-    refuse: { 'tool.approve': refuseDecision, 'tool.reject': refuseDecision },
+    refuse: { 'tool.approve': refuseDecision, 'tool.reject': refuseDecision, 'budget.raise': refuseBudgetRaise },
+    // Queued tasks are accepted work not done yet: they count against the inbox cap (maxInbox).
+    backlog: queuedTasks,
   };
 }
 
@@ -63,6 +78,12 @@ export const AGENT_ACTORS: NonNullable<MachineDefinition['actors']> = {
   sleepUntil: { kind: 'wait' },
 };
 
+/** An agent's tasks waiting behind the current one (the current one is being worked on: not counted). */
+export function queuedTasks(context: unknown): number {
+  const queue = (context as { queue?: unknown } | null)?.queue;
+  return Array.isArray(queue) ? queue.length : 0;
+}
+
 /** The idempotency key of an agent's effect: one per task seq, the same at every re-run. */
 export function effectKey(agentId: string, seq: number): string {
   return `${agentId}:${seq}`;
@@ -70,8 +91,18 @@ export function effectKey(agentId: string, seq: number): string {
 
 
 /** Spawn input: the contract's schema, plus no HTTP tool shadowing a code tool, and URLs the outbound policy allows. */
-function inputSchemaFor(codeTools: ReadonlyMap<string, CodeTool>, outbound: OutboundPolicy) {
+function inputSchemaFor(codeTools: ReadonlyMap<string, CodeTool>, outbound: OutboundPolicy, settings: AgentDefaults) {
   return agentInputSchema.superRefine((input, ctx) => {
+    // A limit in dollars with no price to count them by would never be reached: refused, not ignored.
+    const model = input.model ?? settings.model;
+    if (input.budget?.maxCostUsd !== undefined && !priceOf(settings, model)) {
+      const known = Object.keys(settings.prices ?? {});
+      ctx.addIssue({
+        code: 'custom',
+        path: ['budget', 'maxCostUsd'],
+        message: `no price is known for the model "${model}", so its cost cannot be counted (prices ${known.length ? `are known for: ${known.join(', ')}` : 'are set with serve --llm-prices or agentDefinition({ prices })'}); give maxTotalTokens instead`,
+      });
+    }
     for (const [i, t] of (input.tools ?? []).entries()) {
       if (codeTools.has(t.name)) ctx.addIssue({ code: 'custom', path: ['tools', i, 'name'], message: `"${t.name}" is the name of a tool registered on the server` });
     }

@@ -5,13 +5,14 @@ import { backoffDelay, retryDelay } from '../../core/backoff.js';
 import { nextRandom, seedFrom } from '../../core/random.js';
 import { AWAIT_COMMIT_TAG, COMMITTED_EVENT } from '../../durable/commit-barrier.js';
 import { spawnAgent } from '../../durable/spawn-agent.js';
-import type { LlmAnswer } from '../../llm/client.js';
+import { endOfMcpTask, mcpServersToList, offeredTools } from './mcp-tools.js';
 import {
   addUsage, agentCallsTimeoutMs, agentCallsToStart, answerMessage, approvalsNeeded, childReportContent, DEFAULT_MAX_TURNS, failureKind, NO_TOTALS, requestMessages, unansweredCalls,
   retryAfterMs, TASK_PARAMETERS, toLastError, toolDefinitions,
 } from './steps.js';
+import { budgetExceededError, initialBudget, overBudget, priceOf, raisedBudget, spend, BUDGET_EXCEEDED } from './budget.js';
 import type {
-  AgentContext, AgentDefaults, AgentEvent, AgentInput, AgentStep, EffectRequest, EffectResult, LastError, LlmStepInput, ToolResult, ToolSpec, ToolsRequest,
+  AgentContext, AgentDefaults, AgentEvent, AgentInput, AgentStep, EffectRequest, EffectResult, LastError, LlmStepInput, LlmStepOutput, ToolResult, ToolSpec, ToolsRequest,
 } from './types.js';
 
 export { AGENT_UPGRADES } from './upgrades.js';
@@ -59,7 +60,7 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
       input: {} as AgentInput,
     },
     actors: {
-      callLlm: fromPromise<LlmAnswer, LlmStepInput>(unbound('callLlm')),
+      callLlm: fromPromise<LlmStepOutput, LlmStepInput>(unbound('callLlm')),
       runTools: fromPromise<ToolResult[], ToolsRequest>(unbound('runTools')),
       runSideEffect: fromPromise<EffectResult, EffectRequest>(unbound('runSideEffect')),
       sleepUntil: fromPromise<void, { at: number }>(unbound('sleepUntil')),
@@ -78,6 +79,10 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
       callsAnsweredTurnsLeft: ({ context }) => unansweredCalls(context.messages).length === 0 && context.turn < context.maxTurns,
       /** A report from the child agent of one of the last answer's calls that has no result yet. */
       isAwaitedChild: ({ context, event }) => awaitedCall(context, event) !== undefined,
+      /** What the agent spent reached a limit of its budget (budget.ts): no more LLM calls. */
+      overBudget: ({ context }) => overBudget(context),
+      failedOnBudget: ({ context }) => context.lastError?.code === BUDGET_EXCEEDED,
+      hasBudget: ({ context }) => context.budget !== undefined,
     },
     actions: {
       enqueueTask: assign({
@@ -102,14 +107,17 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
         const delay = retryDelay(backoff, retryAfterMs(error), RETRY_AFTER_CAP_MS);
         return { rng: state, nextAttemptAt: Date.now() + delay };
       }),
-      storeAnswer: assign(({ context }, answer: LlmAnswer) => ({
+      storeAnswer: assign(({ context }, answer: LlmStepOutput) => ({
         messages: [...context.messages, answerMessage(answer)],
         turn: context.turn + 1,
         answer: answer.toolCalls.length === 0 ? answer.content : null,
-        pendingApprovals: approvalsNeeded(answer.toolCalls, context.tools),
+        pendingApprovals: approvalsNeeded(answer.toolCalls, offeredTools({ tools: context.tools, mcpTools: answer.mcpTools ?? context.mcpTools })),
+        // The MCP tools the task's first call listed and offered: committed with its answer (mcp-tools.ts).
+        ...(answer.mcpTools ? { mcpTools: answer.mcpTools } : {}),
         decisions: {},
         taskUsage: addUsage(context.taskUsage, answer.usage),
         usage: addUsage(context.usage, answer.usage),
+        ...(context.spent ? { spent: spend(context, answer.usage) } : {}),
         attempt: 0,
         nextAttemptAt: null,
       })),
@@ -164,6 +172,9 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
           attempts: context.turn,
         }),
       }),
+      // Before a call: no call was made for this step (the one the entry of `requesting` counted never starts).
+      recordBudgetExceeded: assign(({ context }) => ({ lastError: budgetExceededError(context), attempt: 0, nextAttemptAt: null })),
+      raiseBudget: assign(({ context, event }) => (event.type === 'budget.raise' && context.budget ? { budget: raisedBudget(context.budget, event) } : {})),
       completeTask: assign(({ context }) => ({
         progress: context.progress + 1,
         results: context.current
@@ -171,8 +182,9 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
           : context.results,
         conversation: context.memory === 'conversation' ? context.messages : [],
         ...endOfTask,
+        ...endOfMcpTask(context),
       })),
-      skipTask: assign(({ context }) => ({ skipped: context.skipped + 1, ...endOfTask })),
+      skipTask: assign(({ context }) => ({ skipped: context.skipped + 1, ...endOfTask, ...endOfMcpTask(context) })),
       // An agent that is to go once its tasks are done (`finishAfterTasks`: an agent tool's child)
       // tells itself `finish` when nothing is queued. XState handles the raised event after `idle`'s
       // `always`, in the same macrostep, so the agent passes through `idle` to `done` in one
@@ -203,7 +215,7 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
         ...(input.tools ?? []).map((t): ToolSpec =>
           'agent' in t
             ? { name: t.name, description: t.description ?? null, parameters: TASK_PARAMETERS, approval: t.approval ?? false, agent: t.agent }
-            : { name: t.name, description: t.description ?? null, parameters: t.parameters ?? { type: 'object' }, approval: t.approval ?? false, url: t.url },
+            : { name: t.name, description: t.description ?? null, parameters: t.parameters ?? { type: 'object' }, approval: t.approval ?? false, url: t.url, ...(t.concurrency === undefined ? {} : { concurrency: t.concurrency }) },
         ),
         ...codeTools,
       ],
@@ -211,6 +223,9 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
       memory: input.memory ?? 'task',
       // Only when set: the context of an agent without it is what it was before the option existed.
       ...(input.finishAfterTasks === true ? { finishAfterTasks: true as const } : {}),
+      ...(input.mcp?.length ? { mcp: [...input.mcp] } : {}),
+      // Likewise: an agent spawned without a budget has neither `budget` nor `spent`.
+      ...initialBudget(input, priceOf(defaults, input.model ?? defaults.model)),
       queue: [...(input.tasks ?? [])],
       taken: 0,
       current: null,
@@ -238,6 +253,9 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
       'agent.response': { guard: 'isAwaitedChild', actions: 'storeChildReport' },
       'agent.done': { guard: 'isAwaitedChild', actions: 'storeChildReport' },
       'agent.failed': { guard: 'isAwaitedChild', actions: 'storeChildReport' },
+      // Raises the limits for the calls to come; in `failed` on its budget, the agent goes on (below).
+      // Guarded, so that an agent spawned without a budget does not list it among the events it takes.
+      'budget.raise': { guard: 'hasBudget', actions: 'raiseBudget' },
     },
     states: {
       idle: {
@@ -245,6 +263,10 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
         on: { finish: 'done' },
       },
       callingLLM: {
+        // Checked before each call: entering for a task's first call, after tool results, and after
+        // `retry` or `budget.raise` in `failed`. (A backoff's next attempt follows a failed call that
+        // reported nothing spent.) The invoke of `requesting` just entered is stopped before it starts.
+        always: { guard: 'overBudget', target: '#agent.failed', actions: 'recordBudgetExceeded' },
         initial: 'requesting',
         states: {
           requesting: {
@@ -255,7 +277,9 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
               input: ({ context }: { context: AgentContext }): LlmStepInput => ({
                 model: context.model,
                 messages: requestMessages(context),
-                ...(context.tools.length ? { tools: toolDefinitions(context.tools) } : {}),
+                ...(offeredTools(context).length ? { tools: toolDefinitions(offeredTools(context)) } : {}),
+                // A task's first call lists the agent's MCP tools (and offers them): its answer records them.
+                ...(mcpServersToList(context) ? { mcp: mcpServersToList(context) } : {}),
                 timeoutMs: context.retry.timeoutMs,
                 // Which call this is, for its streamed tokens.
                 seq: context.current?.seq ?? 0,
@@ -300,7 +324,7 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
                 return {
                   seq: context.current?.seq ?? 0,
                   calls,
-                  tools: context.tools.filter((t) => calls.some((c) => c.name === t.name)),
+                  tools: offeredTools(context).filter((t) => calls.some((c) => c.name === t.name)),
                   decisions: context.decisions,
                   timeoutMs: context.retry.webhookTimeoutMs ?? context.retry.timeoutMs,
                 };
@@ -353,6 +377,9 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
             { target: 'sideEffect', actions: 'resetAttempts' },
           ],
           'task.skip': { target: 'idle', actions: ['skipTask', 'finishAfterLastTask'] },
+          // Parked by its budget: the call it did not make is made now, if the raise is enough (else
+          // `callingLLM` parks it here again, its lastError saying what it spent against the new limits).
+          'budget.raise': { guard: 'failedOnBudget', target: 'callingLLM', actions: ['raiseBudget', 'resetAttempts'] },
         },
       },
       done: { type: 'final' },

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { TOOL_NAME } from './tools.js';
+import { MCP_SERVER_NAME } from '../../mcp/types.js';
 
 const positiveInt = z.number().int().positive();
 
@@ -13,6 +14,8 @@ const httpToolSchema = z
       .optional(),
     url: z.url({ protocol: /^https?$/ }),
     approval: z.boolean().optional(),
+    /** Calls to this URL running at once in the process, at most, for every agent declaring it (core/tool-limits.ts). */
+    concurrency: positiveInt.max(10_000).optional(),
   })
   .strict();
 
@@ -29,6 +32,14 @@ const agentToolSchema = z
       })
       .strict(),
     approval: z.boolean().optional(),
+  })
+  .strict();
+
+/** An agent's budget (input `budget`, event `budget.raise`): the limits on what its LLM calls spend over its life. */
+const budgetLimits = z
+  .object({
+    maxTotalTokens: positiveInt.max(Number.MAX_SAFE_INTEGER).optional(),
+    maxCostUsd: z.number().positive().max(1e9).optional(),
   })
   .strict();
 
@@ -55,6 +66,12 @@ export const agentInputSchema = z
     maxTurns: positiveInt.max(100).optional(),
     memory: z.enum(['task', 'conversation']).optional(),
     finishAfterTasks: z.boolean().optional(),
+    mcp: z
+      .array(z.string().regex(MCP_SERVER_NAME, 'an MCP server name is 1–32 characters from A-Z a-z 0-9 _ -, without "__"'))
+      .max(64)
+      .refine((servers) => new Set(servers).size === servers.length, 'MCP server names must be unique')
+      .optional(),
+    budget: budgetLimits.refine((b) => b.maxTotalTokens !== undefined || b.maxCostUsd !== undefined, 'a budget needs maxTotalTokens or maxCostUsd').optional(),
   })
   .strict();
 
@@ -65,4 +82,8 @@ export const agentEventSchemas = {
   finish: z.object({ type: z.literal('finish') }).strict(),
   'tool.approve': z.object({ type: z.literal('tool.approve'), callId: z.string().min(1).max(200) }).strict(),
   'tool.reject': z.object({ type: z.literal('tool.reject'), callId: z.string().min(1).max(200), reason: z.string().max(10_000).optional() }).strict(),
+  'budget.raise': budgetLimits
+    .extend({ type: z.literal('budget.raise') })
+    .strict()
+    .refine((e) => e.maxTotalTokens !== undefined || e.maxCostUsd !== undefined, 'budget.raise needs maxTotalTokens or maxCostUsd'),
 };

@@ -12,8 +12,11 @@
 import { z } from 'zod';
 import { isTransientStatus, parseRetryAfter } from '../../core/backoff.js';
 import { StepError } from '../../core/errors.js';
+import { toolLimits, type ToolLimits } from '../../core/tool-limits.js';
 import type { DurableAgentHandle } from '../../durable/current-agent.js';
 import type { ToolCall } from '../../llm/client.js';
+import type { McpServers } from '../../mcp/types.js';
+import { callMcpTool } from './mcp-tools.js';
 import { parseArguments } from './steps.js';
 import type { ToolDecision, ToolResult, ToolSpec, ToolsRequest } from './types.js';
 
@@ -33,6 +36,8 @@ export interface CodeTool {
   parameters: z.ZodType;
   /** Not run until a person approves the call (`tool.approve`). */
   approval?: boolean;
+  /** Calls of this tool running at once in this process, at most (for all agents together); more wait in line. Unset: no limit. */
+  concurrency?: number;
   execute(args: unknown, call: ToolCallContext): unknown;
 }
 
@@ -50,9 +55,14 @@ export function tool<S extends z.ZodType>(definition: {
   description?: string;
   parameters: S;
   approval?: boolean;
+  concurrency?: number;
   execute: (args: z.infer<S>, call: ToolCallContext) => unknown;
 }): CodeTool {
   if (!TOOL_NAME.test(definition.name)) throw new Error(`A tool's name must match ${TOOL_NAME} (got "${definition.name}").`);
+  const { concurrency } = definition;
+  if (concurrency !== undefined && !(Number.isInteger(concurrency) && concurrency >= 1)) {
+    throw new Error(`The tool "${definition.name}": concurrency must be a positive integer (got ${concurrency}).`);
+  }
   return definition as CodeTool;
 }
 
@@ -73,6 +83,10 @@ export interface ToolRunner {
   codeTools: ReadonlyMap<string, CodeTool>;
   post: HttpPost;
   signal: AbortSignal;
+  /** Where calls of tools with a `concurrency` wait their turn (default: this process's, core/tool-limits.ts). */
+  limits?: ToolLimits;
+  /** The MCP servers the agent's `mcp` tools run on (agentDefinition's `mcp`). */
+  mcp?: McpServers;
 }
 
 export function toolKey(agentId: string, seq: number, callId: string): string {
@@ -110,7 +124,7 @@ async function execute(call: ToolCall, key: string, request: ToolsRequest, runne
   }
   const spec = request.tools.find((t) => t.name === call.name);
   const codeTool = runner.codeTools.get(call.name);
-  if (!spec || (!spec.url && !spec.agent && !codeTool)) {
+  if (!spec || (!spec.url && !spec.agent && !spec.mcp && !codeTool)) {
     return fail(`There is no tool named "${call.name}".`);
   }
   const args = parseArguments(call.arguments);
@@ -122,20 +136,40 @@ async function execute(call: ToolCall, key: string, request: ToolsRequest, runne
   const ok = (content: string): ToolResult => ({ callId: call.id, name: call.name, ok: true, content });
   // A call of an agent tool with a task starts a child agent in the chart; only one the chart could not start comes here.
   if (spec.agent) return fail('An agent tool takes {"task": "<what to ask>"} with a non-empty task.');
+  if (spec.mcp) return callMcpTool(runner.mcp, { ...spec, mcp: spec.mcp }, call, checked.data, { idempotencyKey: key, signal: runner.signal, timeoutMs: request.timeoutMs });
   if (codeTool) {
+    // Outside the try: a wait its agent's stop aborts is no failure of the tool to tell the model.
+    const release = await toolCapacity(codeTool, codeTool.concurrency, call.name, runner);
     let output: unknown;
     try {
       output = await codeTool.execute(codeTool.parameters.parse(checked.data), { idempotencyKey: key, signal: runner.signal, agentId: runner.agent.agentId });
     } catch (err) {
       if (err instanceof StepError && err.kind === 'transient') throw err;
       return fail(`The tool failed: ${err instanceof Error ? err.message : String(err)}`);
+    } finally {
+      release();
     }
     return ok(typeof output === 'string' ? output : JSON.stringify(output ?? null));
   }
-  const response = await postTool(spec.url!, call, key, checked.data, request, runner);
+  // An HTTP tool's limit belongs to its URL: agents declaring the same URL share it.
+  const release = await toolCapacity(`http ${spec.url!}`, spec.concurrency, call.name, runner);
+  let response: Awaited<ReturnType<HttpPost>>;
+  try {
+    response = await postTool(spec.url!, call, key, checked.data, request, runner);
+  } finally {
+    release();
+  }
   if (response.status >= 200 && response.status < 300) return ok(response.text);
   return fail(`The tool answered HTTP ${response.status}.`, { status: response.status, body: response.text.slice(0, 1000) });
 }
+
+/** Waits for room under a tool's `concurrency` (none: at once); resolves with what gives the room back. */
+function toolCapacity(pool: unknown, limit: number | undefined, name: string, runner: ToolRunner): Promise<() => void> {
+  if (limit === undefined) return Promise.resolve(noRelease);
+  return (runner.limits ?? toolLimits).acquire(pool, name, limit, runner.agent.agentId, runner.signal);
+}
+
+const noRelease = (): void => {};
 
 async function postTool(url: string, call: ToolCall, key: string, args: unknown, request: ToolsRequest, runner: ToolRunner) {
   let response: Awaited<ReturnType<HttpPost>>;

@@ -10,6 +10,8 @@ export interface AgentInput {
   retry?: { maxAttempts?: number; baseDelayMs?: number; timeoutMs?: number };
   /** HTTP tools and agent tools the model may call (contract: "Tools", "Agents as tools"); tools registered in code on the server are offered too. */
   tools?: (HttpToolInput | AgentToolInput)[];
+  /** MCP servers configured on the server whose tools are offered, as `<server>__<tool>` (docs/tools.md, "MCP tools"). */
+  mcp?: string[];
   /** LLM calls allowed per task (default 8). */
   maxTurns?: number;
   /** `task` (default): each task starts a fresh exchange; `conversation`: tasks are the user turns of one conversation. */
@@ -19,6 +21,36 @@ export interface AgentInput {
    * of waiting in `idle` for more. Set by an agent tool's call for the child it spawns.
    */
   finishAfterTasks?: boolean;
+  /**
+   * What the agent's LLM calls may spend over its life, checked before each call (absent: no limit).
+   * `maxCostUsd` needs a price for the agent's model (`AgentDefaults.prices`).
+   */
+  budget?: { maxTotalTokens?: number; maxCostUsd?: number };
+}
+
+/** What a model's tokens cost, in US dollars per million. */
+export interface ModelPrice {
+  inputPerMTok: number;
+  outputPerMTok: number;
+}
+
+/** An agent's budget as its context keeps it: the input's limits, and its model's price when one was known at spawn. */
+export interface AgentBudget {
+  maxTotalTokens?: number;
+  maxCostUsd?: number;
+  price?: ModelPrice;
+}
+
+/** What an agent with a budget spent so far: its answers' tokens, and their cost when its model's price is known. */
+export interface Spent {
+  totalTokens: number;
+  costUsd?: number;
+}
+
+/** The limits a `budget.raise` event gives. */
+export interface BudgetRaise {
+  maxTotalTokens?: number;
+  maxCostUsd?: number;
 }
 
 export interface HttpToolInput {
@@ -28,6 +60,8 @@ export interface HttpToolInput {
   parameters?: Record<string, unknown>;
   url: string;
   approval?: boolean;
+  /** Calls to `url` running at once in this process, at most, for all agents that declare it; more wait in line. */
+  concurrency?: number;
 }
 
 /** A tool that is another agent: a call spawns one child agent of `machine` for the call's `task` (contract: "Agents as tools"). */
@@ -50,8 +84,12 @@ export interface ToolSpec {
   approval: boolean;
   /** Set for an HTTP tool; absent for a tool registered in code. */
   url?: string;
+  /** An HTTP tool's `concurrency` (a code tool's is read from the tool itself); absent: no limit. */
+  concurrency?: number;
   /** Set for an agent tool: the child agent each call spawns, and how long its answer is waited for (default 10 min). */
   agent?: { machine: string; input?: Record<string, unknown>; timeoutMs?: number };
+  /** Set for a tool of an MCP server: which server, and the tool's name there (`name` is `<server>__<tool>`). */
+  mcp?: { server: string; tool: string };
 }
 
 /** Server-wide defaults an agent's input may override. */
@@ -64,6 +102,8 @@ export interface AgentDefaults {
   timeoutMs: number;
   /** Time limit of one webhook delivery. Unset: `timeoutMs` bounds the webhook too. */
   webhookTimeoutMs?: number;
+  /** Prices by model name: an agent's spending in dollars (`budget.maxCostUsd`) needs its model's. */
+  prices?: Readonly<Record<string, ModelPrice>>;
 }
 
 export interface RetryPolicy {
@@ -163,6 +203,21 @@ export interface AgentContext {
    * written before it existed) waits in `idle` as before.
    */
   finishAfterTasks?: true;
+  /** Input `mcp`: the MCP servers whose tools are offered. Absent without (and in checkpoints written before MCP tools existed). */
+  mcp?: string[];
+  /**
+   * The MCP tools offered for the current task, listed for its first LLM call and committed with its
+   * answer, so that every later call of the task (and a restored agent) offers the same. Absent or
+   * null: none listed yet (null once a task that had a list ended).
+   */
+  mcpTools?: ToolSpec[] | null;
+  /**
+   * Input `budget`, raised by `budget.raise` (budget.ts). Absent without one: no limit (and in every
+   * checkpoint written before budgets existed).
+   */
+  budget?: AgentBudget;
+  /** What the agent's answers spent since spawn; present exactly when `budget` is. */
+  spent?: Spent;
   /** Calls made for the current step, the one in flight included. */
   attempt: number;
   /** Epoch ms of the next attempt while backing off (the deadline of the invoked backoff timer). */
@@ -181,6 +236,7 @@ export type AgentEvent =
   | { type: 'finish' }
   | { type: 'tool.approve'; callId: string }
   | { type: 'tool.reject'; callId: string; reason?: string }
+  | ({ type: 'budget.raise' } & BudgetRaise)
   /** Sent by the runtime, never by users: the checkpoint of a commit barrier is durable. */
   | { type: 'runtime.committed' };
 
@@ -190,7 +246,14 @@ export type { LlmRequest } from '../../llm/client.js';
  * What the `callLlm` actor is given: the request, and which call of the task it is (for its streamed
  * tokens; absent in checkpoints written before calls streamed).
  */
-export type LlmStepInput = LlmRequest & { seq?: number; turn?: number };
+export type LlmStepInput = LlmRequest & {
+  seq?: number;
+  turn?: number;
+  /** The MCP servers whose tools the call lists and offers (a task's first call, when the agent has `mcp`). */
+  mcp?: string[];
+};
+/** Output of the `callLlm` actor: the answer, and the MCP tools the call listed and offered (when its input had `mcp`). */
+export type LlmStepOutput = LlmAnswer & { mcpTools?: ToolSpec[] };
 /** Output of the `callLlm` actor. */
 export type { LlmAnswer };
 

@@ -5,6 +5,7 @@ import { readAction } from '../../observability/action-outcome.js';
 import type { ActionRecord } from '../../store/store.js';
 import { asText, clock, pick } from './format.js';
 import { argumentsText, ErrorText, Text, tokensText } from './text.js';
+import { mcpToolsOf, ToolName } from './tool-name.js';
 
 /** One action-log row, read by what its actor is: an LLM call, tool calls, an effect, or any other call. */
 export const ActionRow: FC<{ agentId: string; action: ActionRecord; kind: ActorKind }> = ({ agentId, action, kind }) => {
@@ -37,6 +38,9 @@ function llmCells(action: ActionRecord): Cells {
   const messages = pick(input, 'messages');
   const count = Array.isArray(messages) ? messages.length : undefined;
   const tools = pick(input, 'tools');
+  // A task's first call lists the tools of the agent's MCP servers, and returns them with its answer.
+  const servers = pick(input, 'mcp');
+  const listed = mcpToolsOf(pick(output, 'mcpTools'));
   const lastUser = Array.isArray(messages) ? messages.findLast((m) => pick(m, 'role') === 'user') : undefined;
   // A version 2 request had `system` and `task` instead of messages.
   const system = asText(pick(input, 'system'));
@@ -47,6 +51,7 @@ function llmCells(action: ActionRecord): Cells {
         model {asText(pick(input, 'model')) ?? '?'}
         {count === undefined ? '' : ` · ${count} message${count === 1 ? '' : 's'}`}
         {Array.isArray(tools) && tools.length ? ` · ${tools.length} tool${tools.length === 1 ? '' : 's'}` : ''}
+        {Array.isArray(servers) && servers.length ? ` · lists the tools of MCP ${servers.length === 1 ? 'server' : 'servers'} ${servers.join(', ')}` : ''}
       </div>
       {system ? <Text value={`system: ${system}`} /> : null}
       <Text value={asked} />
@@ -64,7 +69,7 @@ function llmCells(action: ActionRecord): Cells {
       {Array.isArray(calls) && calls.length
         ? calls.map((c) => (
             <div class="text">
-              → <code>{asText(pick(c, 'name'))}</code> <span class="small">{shortArgs(pick(c, 'arguments'))}</span>
+              → <ToolName name={asText(pick(c, 'name'))} mcp={listed.get(asText(pick(c, 'name')) ?? '')} /> <span class="small">{shortArgs(pick(c, 'arguments'))}</span>
             </div>
           ))
         : null}
@@ -81,12 +86,14 @@ function toolsCells(agentId: string, action: ActionRecord): Cells {
   const seq = pick(input, 'seq');
   const calls = Array.isArray(pick(input, 'calls')) ? (pick(input, 'calls') as unknown[]) : [];
   const results = Array.isArray(output) ? output : [];
+  const mcp = mcpToolsOf(pick(input, 'tools'));
+  const mcpOf = (name: string | undefined) => (name === undefined ? undefined : mcp.get(name));
   const what = calls.length ? (
     calls.map((c) => {
       const id = asText(pick(c, 'id')) ?? '?';
       return (
         <div class="call" data-call={id}>
-          <code>{asText(pick(c, 'name'))}</code> <span class="small">{shortArgs(pick(c, 'arguments'))}</span>
+          <ToolName name={asText(pick(c, 'name'))} mcp={mcpOf(asText(pick(c, 'name')))} /> <span class="small">{shortArgs(pick(c, 'arguments'))}</span>
           {typeof seq === 'number' ? (
             <div class="small">
               key <code>{toolKey(agentId, seq, id)}</code>
@@ -103,7 +110,7 @@ function toolsCells(agentId: string, action: ActionRecord): Cells {
     const ok = pick(r, 'ok') === true;
     return (
       <div class="call" data-call={asText(pick(r, 'callId'))}>
-        <span class={ok ? 'ok' : 'fail'}>{ok ? 'ok' : 'error'}</span> <code>{asText(pick(r, 'name'))}</code>
+        <span class={ok ? 'ok' : 'fail'}>{ok ? 'ok' : 'error'}</span> <ToolName name={asText(pick(r, 'name'))} mcp={mcpOf(asText(pick(r, 'name')))} />
         <Text value={asText(pick(r, 'content'))} max={120} />
       </div>
     );

@@ -14,6 +14,7 @@ export interface AgentSummaryProps {
 /** Status, state, progress and times at a glance, and the errors that parked the agent (replaced live by the script). */
 export const AgentSummary: FC<AgentSummaryProps> = ({ view, record, now }) => {
   const lastError = pick(view.context, 'lastError');
+  const budget = budgetText(view.context);
   const checkpoints = record.lastSeq; // seqs run 1…lastSeq
   return (
     <div data-live="summary">
@@ -44,6 +45,12 @@ export const AgentSummary: FC<AgentSummaryProps> = ({ view, record, now }) => {
           <span>Checkpoints</span>
           <span>{checkpoints}</span>
         </div>
+        {budget ? (
+          <div>
+            <span>Budget</span>
+            <span id="budget">{budget}</span>
+          </div>
+        ) : null}
       </div>
       {lastError && typeof lastError === 'object' ? (
         <div class="alert" id="last-error">
@@ -59,3 +66,23 @@ export const AgentSummary: FC<AgentSummaryProps> = ({ view, record, now }) => {
     </div>
   );
 };
+
+/**
+ * The reference agent's spending against its budget (`context.budget`, `context.spent`), e.g.
+ * `1,204 of 5,000 tokens · $0.0031 of $0.50`; undefined for an agent without one.
+ */
+export function budgetText(context: unknown): string | undefined {
+  const budget = pick(context, 'budget');
+  const spent = pick(context, 'spent');
+  if (!budget || typeof budget !== 'object' || !spent || typeof spent !== 'object') return undefined;
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+  const tokens = num(pick(spent, 'totalTokens')) ?? 0;
+  const cost = num(pick(spent, 'costUsd'));
+  const maxTokens = num(pick(budget, 'maxTotalTokens'));
+  const maxCost = num(pick(budget, 'maxCostUsd'));
+  // Cents, or millionths of a dollar below a cent (a call costs fractions of one).
+  const usd = (v: number) => `$${v >= 0.01 ? v.toFixed(2) : v.toFixed(6).replace(/0{1,4}$/, '')}`;
+  const parts = [`${tokens.toLocaleString('en-US')}${maxTokens === undefined ? '' : ` of ${maxTokens.toLocaleString('en-US')}`} tokens`];
+  if (cost !== undefined) parts.push(`${usd(cost)}${maxCost === undefined ? '' : ` of ${usd(maxCost)}`}`);
+  return parts.join(' · ');
+}

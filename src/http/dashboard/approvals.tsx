@@ -2,6 +2,7 @@ import type { FC } from 'hono/jsx';
 import { asText } from './format.js';
 import type { PendingView } from './exchange.js';
 import { Text } from './text.js';
+import { ToolName } from './tool-name.js';
 
 /**
  * The tool calls waiting for a person: each with its name and arguments, Approve and Reject
@@ -18,7 +19,7 @@ export const Approvals: FC<{ pending: PendingView[] }> = ({ pending }) =>
       {pending.map((p) => (
         <div class="approval" data-approval={p.callId}>
           <div>
-            <code>{p.name}</code> <span class="small muted">({p.callId})</span>
+            <ToolName name={p.name} mcp={p.mcp} /> <span class="small muted">({p.callId})</span>
             {p.key ? (
               <span class="small">
                 {' '}

@@ -1,6 +1,7 @@
 import type { FC } from 'hono/jsx';
 import type { ExchangeView, MessageView, TaskView } from './exchange.js';
 import { argumentsText, Text, tokensText } from './text.js';
+import { ToolName } from './tool-name.js';
 
 /** One message of the exchange, with its role; an answer's tool calls, a tool message's call and outcome. */
 const Message: FC<{ message: MessageView }> = ({ message }) => {
@@ -11,7 +12,7 @@ const Message: FC<{ message: MessageView }> = ({ message }) => {
         {message.content ? <Text value={message.content} /> : null}
         {message.toolCalls.map((call) => (
           <div class="tool-call" data-call={call.id}>
-            calls <code>{call.name}</code> <span class="small muted">({call.id})</span>
+            calls <ToolName name={call.name} mcp={call.mcp} /> <span class="small muted">({call.id})</span>
             <Text value={argumentsText(call.arguments)} max={200} />
             {call.key ? (
               <div class="small">
@@ -27,7 +28,7 @@ const Message: FC<{ message: MessageView }> = ({ message }) => {
     const status = message.ok === undefined ? <span class="muted">result</span> : message.ok ? <span class="ok">ok</span> : <span class="fail">error</span>;
     return (
       <li class="message tool" data-role="tool" data-call={message.callId}>
-        <span class="role">tool</span> {status} <code>{message.name ?? '?'}</code> <span class="small muted">({message.callId})</span>
+        <span class="role">tool</span> {status} <ToolName name={message.name} mcp={message.mcp} /> <span class="small muted">({message.callId})</span>
         {message.key ? (
           <div class="small">
             key <code>{message.key}</code>

@@ -14,6 +14,7 @@ import type { ActorKind } from '../../durable/definition.js';
 import type { ActionRecord } from '../../store/store.js';
 import { readAction } from '../../observability/action-outcome.js';
 import { pick } from './format.js';
+import { mcpToolsOf, type McpToolRef } from './tool-name.js';
 
 export interface ToolCallView {
   id: string;
@@ -22,13 +23,15 @@ export interface ToolCallView {
   arguments: string;
   /** `<agentId>:<seq>:<callId>`; undefined when the task's seq is not known. */
   key: string | undefined;
+  /** An MCP server's tool: shown as `server · tool`. */
+  mcp?: McpToolRef | undefined;
 }
 
 export type MessageView =
   | { role: 'user' | 'system'; content: string }
   | { role: 'assistant'; content: string | null; toolCalls: ToolCallView[] }
   /** `ok` undefined: no row of the action log says (it shows only the newest rows). */
-  | { role: 'tool'; callId: string; name: string | undefined; key: string | undefined; content: string; ok: boolean | undefined };
+  | { role: 'tool'; callId: string; name: string | undefined; key: string | undefined; content: string; ok: boolean | undefined; mcp?: McpToolRef | undefined };
 
 export interface Usage {
   promptTokens: number;
@@ -54,6 +57,7 @@ export interface PendingView {
   name: string;
   arguments: unknown;
   key: string | undefined;
+  mcp?: McpToolRef | undefined;
 }
 
 export interface ExchangeView {
@@ -82,6 +86,7 @@ export function readExchange(
   const results = pick(context, 'results');
   if (!Array.isArray(messages) && !Array.isArray(results)) return undefined;
   const outcomes = toolOutcomes(agentId, actions, kindOf);
+  const mcp = mcpToolNames(context, actions, kindOf);
   const conversation = pick(context, 'memory') === 'conversation' ? asArray(pick(context, 'conversation')) : undefined;
   const llmCalls = actions.filter((a) => kindOf(a.action) === 'llm');
 
@@ -97,7 +102,7 @@ export function readExchange(
   const unusedCalls = [...llmCalls];
   for (const task of shown) {
     const raw = segments ? segments[completed.indexOf(task)] : exchangeFromLog(task, unusedCalls);
-    if (raw && firstUserText(raw) === task.task) task.messages = toMessageViews(withoutAnswer(raw, task.response), agentId, task.seq, outcomes);
+    if (raw && firstUserText(raw) === task.task) task.messages = toMessageViews(withoutAnswer(raw, task.response), agentId, task.seq, outcomes, mcp);
   }
 
   const tasks = [...shown];
@@ -113,7 +118,7 @@ export function readExchange(
       response: undefined,
       turns: numberOr(pick(context, 'turn')),
       usage: asUsage(pick(context, 'taskUsage')),
-      messages: toMessageViews(own, agentId, currentSeq, outcomes),
+      messages: toMessageViews(own, agentId, currentSeq, outcomes, mcp),
     });
   }
   const pending = asArray(pick(context, 'pendingApprovals')).flatMap((p): PendingView[] => {
@@ -121,9 +126,24 @@ export function readExchange(
     if (typeof callId !== 'string') return [];
     const name = pick(p, 'name');
     const key = currentSeq === undefined ? undefined : toolKey(agentId, currentSeq, callId);
-    return [{ callId, name: typeof name === 'string' ? name : '?', arguments: pick(p, 'arguments'), key }];
+    return [{ callId, name: typeof name === 'string' ? name : '?', arguments: pick(p, 'arguments'), key, mcp: typeof name === 'string' ? mcp.get(name) : undefined }];
   });
   return { tasks, hiddenTasks: completed.length - shown.length, usage: asUsage(pick(context, 'usage')), pending };
+}
+
+/**
+ * The MCP tools the agent was offered, by the name the model calls: the current task's list
+ * (`context.mcpTools`), the lists its LLM calls returned (`output.mcpTools`) and the tool specs of
+ * the `tools` rows, each `{ name, mcp: { server, tool } }`.
+ */
+function mcpToolNames(context: unknown, actions: readonly ActionRecord[], kindOf: (src: string) => ActorKind): Map<string, McpToolRef> {
+  const found = new Map<string, McpToolRef>();
+  for (const action of actions) {
+    const kind = kindOf(action.action);
+    if (kind === 'llm') mcpToolsOf(pick(readAction(action).output, 'mcpTools'), found);
+    else if (kind === 'tools') mcpToolsOf(pick(readAction(action).input, 'tools'), found);
+  }
+  return mcpToolsOf(pick(context, 'mcpTools'), found);
 }
 
 /** ok/error of every tool call the shown rows of the `tools` actors recorded, by key. */
@@ -185,7 +205,7 @@ function splitByTask(conversation: unknown[]): unknown[][] {
   return segments;
 }
 
-function toMessageViews(raw: readonly unknown[], agentId: string, seq: number | undefined, outcomes: Map<string, ToolOutcome>): MessageView[] {
+function toMessageViews(raw: readonly unknown[], agentId: string, seq: number | undefined, outcomes: Map<string, ToolOutcome>, mcp: ReadonlyMap<string, McpToolRef>): MessageView[] {
   const keyOf = (callId: string) => (seq === undefined ? undefined : toolKey(agentId, seq, callId));
   const callNames = new Map<string, string>();
   return raw.flatMap((m): MessageView[] => {
@@ -197,7 +217,7 @@ function toMessageViews(raw: readonly unknown[], agentId: string, seq: number | 
         const [id, name, args] = [pick(c, 'id'), pick(c, 'name'), pick(c, 'arguments')];
         if (typeof id !== 'string' || typeof name !== 'string') return [];
         callNames.set(id, name);
-        return [{ id, name, arguments: typeof args === 'string' ? args : '', key: keyOf(id) }];
+        return [{ id, name, arguments: typeof args === 'string' ? args : '', key: keyOf(id), mcp: mcp.get(name) }];
       });
       return [{ role, content: typeof content === 'string' ? content : null, toolCalls }];
     }
@@ -205,7 +225,8 @@ function toMessageViews(raw: readonly unknown[], agentId: string, seq: number | 
       const callId = String(pick(m, 'toolCallId') ?? '');
       const key = keyOf(callId);
       const outcome = key === undefined ? undefined : outcomes.get(key);
-      return [{ role, callId, name: callNames.get(callId) ?? outcome?.name, key, content: typeof content === 'string' ? content : '', ok: outcome?.ok }];
+      const name = callNames.get(callId) ?? outcome?.name;
+      return [{ role, callId, name, key, content: typeof content === 'string' ? content : '', ok: outcome?.ok, mcp: name === undefined ? undefined : mcp.get(name) }];
     }
     return [];
   });
