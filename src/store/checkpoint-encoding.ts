@@ -26,12 +26,20 @@ export interface EncodedCheckpoint {
   parts: SnapshotPart[];
 }
 
+/**
+ * A snapshot whose plain JSON is shorter is written so, whole, with one native stringify: too small
+ * to start a chain of deltas (MIN_DELTA_SKELETON_BYTES), it would only be walked for parts that
+ * save less than the walk costs (idle agents by the thousand).
+ */
+const PLAIN_SNAPSHOT_BYTES = 1024;
 /** A snapshot whose whole skeleton is smaller than this is always written whole: a delta would save little. */
 const MIN_DELTA_SKELETON_BYTES = 1024;
 export const MAX_CHAIN = 32;
 const CHAIN_WEIGHT = 8;
 /** Context values this short are kept as text too: a new object with the same text (`decisions: {}`) is no change. */
 const SMALL_VALUE_BYTES = 256;
+/** A snapshot member or an action's value whose JSON is shorter is stored as it is (see `member`). */
+const PLAIN_MEMBER_BYTES = 1024;
 
 interface Written {
   seq: number;
@@ -63,7 +71,7 @@ export class CheckpointEncoder {
 
   /** An action's payload or result as stored: the exchange it carries refers to the agent's parts. */
   encodeValue(value: unknown): EncodedValue {
-    return this.parts.encode(value, 1);
+    return this.parts.encode(value, 1, { plainBelow: PLAIN_MEMBER_BYTES });
   }
 
   /**
@@ -82,6 +90,13 @@ export class CheckpointEncoder {
       // `last` is kept only after a whole skeleton big enough for deltas (see `whole`).
       const chained = last && last.seq === seq - 1 && last.chainLength < MAX_CHAIN && last.chainBytes < CHAIN_WEIGHT * last.fullBytes;
       if (chained) return this.delta(snapshot, seq, last);
+      // Not in a chain: a small snapshot is its plain JSON. A larger one starts a chain, and the
+      // deltas that follow are not preceded by this attempt.
+      const plain = JSON.stringify(snapshot);
+      if (plain.length < PLAIN_SNAPSHOT_BYTES) {
+        this.last = undefined;
+        return { text: plain, format: 'json', parts: this.handedOver };
+      }
       return this.whole(snapshot, seq);
     } catch (err) {
       if (!(err instanceof PlainOnly)) throw err;
@@ -185,10 +200,15 @@ export class CheckpointEncoder {
     return { text, format: 'delta', baseSeq: last.baseSeq, parts: this.handedOver };
   }
 
-  /** A member of the snapshot (its state value, its children…): never a part itself, its large values are. */
+  /**
+   * A member of the snapshot (its state value, its children…): never a part itself, its large
+   * values are. One short enough is its JSON, not walked for parts: it is written at every
+   * transition (the children's snapshots are new objects each time), and the parts a few hundred
+   * bytes could hold would save less than walking for them costs.
+   */
   private member(value: unknown): EncodedValue | undefined {
     if (value === undefined || typeof value === 'function') return undefined;
-    return this.checked(this.parts.encode(value, 1));
+    return this.checked(this.parts.encode(value, 1, { plainBelow: PLAIN_MEMBER_BYTES }));
   }
 
   /** The whole context as one object's text; each value may be a part. `small` collects the short values' texts. */

@@ -112,14 +112,15 @@ export class PartEncoder {
    * `value` as the store keeps it. Values shallower than `shallowest` are never parts themselves
    * (a snapshot and its own members change at every transition: as parts they would be one more
    * row per checkpoint, never shared). Throws as `JSON.stringify` does (a cycle, a BigInt), so a
-   * context that cannot be stored fails the transition that made it.
+   * context that cannot be stored fails the transition that made it. `plainBelow`: a value whose
+   * JSON is shorter is stored as that JSON, whatever it holds (default: the size of a part).
    */
-  encode(value: unknown, shallowest = 0, { large = false }: { large?: boolean } = {}): EncodedValue {
+  encode(value: unknown, shallowest = 0, { large = false, plainBelow = MIN_PART_BYTES }: { large?: boolean; plainBelow?: number } = {}): EncodedValue {
     // Most values a checkpoint writes are small: their JSON is all there is to it (nothing short
     // holds a part). One that was large last time (`large`) is walked at once, not written twice.
     let known: string | undefined;
     if (shallowest <= 1 && !large) {
-      const small = this.small(value);
+      const small = this.small(value, plainBelow);
       if (typeof small !== 'string') return small;
       known = small;
     }
@@ -137,11 +138,11 @@ export class PartEncoder {
   }
 
   /** A value whose JSON is short (or a primitive) as it is; else its JSON, if written, or ''. */
-  private small(value: unknown): EncodedValue | string {
+  private small(value: unknown, plainBelow: number): EncodedValue | string {
     if (typeof value === 'string' && value.length >= MIN_STRING_BYTES) return '';
     if (typeof value === 'object' && value !== null && (this.partsOf?.has(value) || (Array.isArray(value) && value.length > CHUNK_ITEMS))) return '';
     const text = JSON.stringify(value) as string | undefined;
-    if (text !== undefined && text.length >= MIN_PART_BYTES) return text;
+    if (text !== undefined && text.length >= plainBelow) return text;
     if (text?.includes('\\u0000')) return { text, encoded: false, parts: [], plainOnly: true };
     return { text: text ?? 'null', encoded: false, parts: [] };
   }

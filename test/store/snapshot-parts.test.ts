@@ -207,5 +207,9 @@ describe('checkpoints that store what changed', () => {
     const small = new CheckpointEncoder();
     small.encode(snapshotAt(1, { turn: 1 }), 1);
     expect(small.encode(snapshotAt(1, { turn: 2 }), 2)).toMatchObject({ format: 'json', parts: [] });
+    // Under 1 KB of JSON a snapshot is written plain, even one holding a string as long as a part.
+    const modest = new CheckpointEncoder();
+    const context = { answer: 'a'.repeat(600) };
+    for (const seq of [1, 2, 3]) expect(modest.encode(snapshotAt(1, { ...context, turn: seq }), seq)).toEqual({ text: JSON.stringify(snapshotAt(1, { ...context, turn: seq })), format: 'json', parts: [] });
   });
 });
