@@ -257,12 +257,17 @@ describe('MCP tools in the reference agent', () => {
     expect(contextOf(view).lastError).toMatchObject({ kind: 'transient', step: 'tool', code: 'mcp_unreachable', attempts: 2 });
   });
 
-  it('fails the LLM step when the servers cannot be listed for a task\'s first call', async () => {
+  it('fails the tool step when the servers cannot be listed for a task\'s first call, and retry lists them again before asking the LLM', async () => {
     const fake = await fakeLlm();
     const t = await start(fake, pool({ t: { url: 'http://127.0.0.1:9/mcp' } }));
-    await t.runtime.spawn('agent', { id: 'nolist', input: { tasks: ['Anything'], mcp: ['t'], retry: { maxAttempts: 2, baseDelayMs: 1 } } });
+    await t.runtime.spawn('agent', { id: 'nolist', input: { tasks: ['Anything'], mcp: ['t'], retry: { maxAttempts: 2, baseDelayMs: 5 } } });
     const view = await waitForView(t.runtime, 'nolist', (v) => v.state === 'failed', 15_000);
-    expect(contextOf(view).lastError).toMatchObject({ kind: 'transient', step: 'llm', code: 'mcp_unreachable', attempts: 2 });
+    expect(contextOf(view).lastError).toMatchObject({ kind: 'transient', step: 'tool', code: 'mcp_unreachable', attempts: 2 });
+    expect(fake.calls).toHaveLength(0);
+    // retry goes back to the LLM call (there is no answer to act on), which lists the servers first: still unreachable.
+    await t.runtime.send('nolist', { type: 'retry' });
+    const again = await waitForView(t.runtime, 'nolist', (v) => v.state === 'failed' && v.updatedAt !== view.updatedAt, 15_000);
+    expect(contextOf(again).lastError).toMatchObject({ step: 'tool', code: 'mcp_unreachable', attempts: 2 });
     expect(fake.calls).toHaveLength(0);
   });
 

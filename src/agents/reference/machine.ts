@@ -8,7 +8,7 @@ import { spawnAgent } from '../../durable/spawn-agent.js';
 import { endOfMcpTask, mcpServersToList, offeredTools } from './mcp-tools.js';
 import {
   addUsage, agentCallsTimeoutMs, agentCallsToStart, answerMessage, approvalsNeeded, childReportContent, DEFAULT_MAX_TURNS, failureKind, NO_TOTALS, requestMessages, unansweredCalls,
-  retryAfterMs, TASK_PARAMETERS, toLastError, toolDefinitions,
+  hasAnswerToActOn, retryAfterMs, TASK_PARAMETERS, toLastError, toolDefinitions,
 } from './steps.js';
 import { budgetExceededError, initialBudget, overBudget, priceOf, raisedBudget, spend, BUDGET_EXCEEDED } from './budget.js';
 import type {
@@ -69,7 +69,9 @@ export function createAgentMachine(defaults: AgentDefaults = DEFAULT_AGENT_DEFAU
       hasQueuedTask: ({ context }) => context.queue.length > 0,
       mayRetry: ({ context }, error: unknown) =>
         failureKind(error) === 'transient' && context.attempt < context.retry.maxAttempts,
-      failedAtLlm: ({ context }) => context.lastError?.step === 'llm' || context.lastError === null,
+      // `retry` asks the LLM again when the agent has no answer to act on: an LLM call failed, or the
+      // MCP servers could not be listed before a task's first call (a tool failure with no answer yet).
+      failedAtLlm: ({ context }) => context.lastError === null || context.lastError.step === 'llm' || !hasAnswerToActOn(context.messages),
       answerCallsTools: ({ context }) => unansweredCalls(context.messages).length > 0,
       awaitsApproval: ({ context }) => context.pendingApprovals.length > 0,
       isPendingCall: ({ context, event }) =>

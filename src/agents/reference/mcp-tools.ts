@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import { StepError } from '../../core/errors.js';
 import type { LlmAnswer, ToolCall } from '../../llm/client.js';
 import type { McpServers, McpToolInfo } from '../../mcp/types.js';
-import { toolDefinitions } from './steps.js';
+import { ToolStepError, toolDefinitions } from './steps.js';
 import type { AgentContext, AgentInput, LlmStepInput, LlmStepOutput, ToolResult, ToolSpec } from './types.js';
 
 /** Every tool offered to the model now: the agent's own (input and code tools), then the MCP tools listed for the task. */
@@ -33,12 +33,20 @@ export function toMcpToolSpec(info: McpToolInfo): ToolSpec {
 /**
  * The tools of `servers`, as the agent keeps them. A tool whose name another tool of the agent has
  * already (an HTTP tool of the input, a code tool) is not offered. No servers configured here:
- * nothing listed. A server that cannot be reached: a transient StepError (the LLM step is retried).
+ * nothing listed. A server that cannot be reached: a transient ToolStepError (a failure of the tool
+ * step, although it happens before the LLM call; the call is retried with the listing).
  */
 export async function listMcpTools(mcp: McpServers | undefined, servers: readonly string[], taken: readonly { name: string }[], signal: AbortSignal): Promise<ToolSpec[]> {
   if (!mcp) return [];
   const names = new Set(taken.map((t) => t.name));
-  return (await mcp.listTools(servers, signal)).filter((t) => !names.has(t.name)).map(toMcpToolSpec);
+  let listed: McpToolInfo[];
+  try {
+    listed = await mcp.listTools(servers, signal);
+  } catch (err) {
+    if (err instanceof StepError) throw ToolStepError.from(err);
+    throw new ToolStepError('transient', 'mcp_unreachable', `The MCP servers ${servers.map((s) => `"${s}"`).join(', ')} could not be listed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+  return listed.filter((t) => !names.has(t.name)).map(toMcpToolSpec);
 }
 
 /**

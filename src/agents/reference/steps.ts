@@ -42,6 +42,14 @@ export function unansweredCalls(messages: readonly ChatMessage[]): ToolCall[] {
   return answer.toolCalls.filter((c) => !answered.has(c.id));
 }
 
+/**
+ * Whether the exchange ends in an answer the agent still acts on: tool calls without results, or a
+ * final answer to deliver. After a failed LLM call it ends in the task or the last tool results.
+ */
+export function hasAnswerToActOn(messages: readonly ChatMessage[]): boolean {
+  return messages.at(-1)?.role === 'assistant' || unansweredCalls(messages).length > 0;
+}
+
 /** The assistant message an answer adds to the exchange. */
 export function answerMessage(answer: LlmAnswer): ChatMessage {
   return { role: 'assistant', content: answer.content, ...(answer.toolCalls.length ? { toolCalls: answer.toolCalls } : {}) };
@@ -142,6 +150,21 @@ export function parseArguments(text: string): unknown {
   }
 }
 
+/**
+ * A failure of the tool step raised by another step's actor: the MCP servers whose tools a task's
+ * first LLM call offers are listed by that call, but a server that cannot be reached is a tool
+ * failure (its lastError says "tool"; `retry` still asks the LLM, there being no answer yet).
+ */
+export class ToolStepError extends StepError {
+  static from(error: StepError): ToolStepError {
+    return new ToolStepError(error.kind, error.code, error.message, {
+      ...(error.status === undefined ? {} : { status: error.status }),
+      ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
+      cause: error,
+    });
+  }
+}
+
 /** Errors reach the chart as whatever the actor threw; only a StepError-shaped value says "transient". */
 export function failureKind(error: unknown): 'transient' | 'permanent' {
   return isStepErrorLike(error) && error.kind === 'transient' ? 'transient' : 'permanent';
@@ -155,7 +178,8 @@ export function toLastError(step: AgentStep, error: unknown, attempts: number): 
   if (isStepErrorLike(error)) {
     return {
       kind: error.kind,
-      step,
+      // An error of another step than the actor that threw it (MCP servers listed before an LLM call).
+      step: error instanceof ToolStepError ? 'tool' : step,
       code: error.code,
       message: error.message,
       ...(error.status === undefined ? {} : { status: error.status }),
