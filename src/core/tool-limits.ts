@@ -1,11 +1,12 @@
 /**
- * The concurrency limits tools declare (`concurrency` on a code tool or an HTTP tool): at most that
+ * The concurrency limits tools declare (`concurrency` on a code tool, an HTTP tool or an MCP server): at most that
  * many calls of the tool run at once in this process, for all its agents together, so a fleet of
  * agents cannot flood the API behind a tool.
  *
  * - One pool per tool: a code tool's pool is the tool itself (every definition that registers the
  *   same `tool({...})` shares it); an HTTP tool's is its URL, so agents that each declare a tool
- *   posting to the same URL share its limit, whatever they named it. A call starts only while fewer
+ *   posting to the same URL share its limit, whatever they named it; an MCP server's tools share the
+ *   server's pool (its config's `concurrency`). A call starts only while fewer
  *   calls of its pool than its own tool's `concurrency` run: agents that declare different limits
  *   for one URL each keep theirs (the lowest holds for everyone while its calls wait at the head).
  * - First come, first served: waiting calls start in the order they arrived; the first one waits

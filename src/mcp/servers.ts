@@ -71,6 +71,7 @@ export function createMcpServers(configs: Record<string, McpServerConfig>, optio
       const timeoutMs = configs[server]!.timeoutMs ?? callOptions.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
       return connection.callTool(tool, args, { idempotencyKey: callOptions.idempotencyKey, signal: callOptions.signal, timeoutMs });
     },
+    concurrency: (server) => configs[server]?.concurrency,
     async close() {
       await Promise.all([...connections.values()].map((c) => c.close()));
     },
@@ -84,4 +85,7 @@ function checkConfig(name: string, config: McpServerConfig): void {
   const hasCommand = 'command' in config && typeof config.command === 'string' && config.command !== '';
   const hasUrl = 'url' in config && typeof config.url === 'string' && URL.canParse(config.url) && /^https?:/i.test(config.url);
   if (hasCommand === hasUrl) throw new Error(`The MCP server "${name}" needs either a command or an http(s) url.`);
+  if (config.concurrency !== undefined && !(Number.isInteger(config.concurrency) && config.concurrency >= 1)) {
+    throw new Error(`The MCP server "${name}": concurrency must be a positive integer (got ${String(config.concurrency)}).`);
+  }
 }

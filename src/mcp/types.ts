@@ -27,6 +27,12 @@ export type McpServerConfig = (
   approveDestructive?: boolean;
   /** Per call, in ms (default: the agent's tool timeout). */
   timeoutMs?: number;
+  /**
+   * At most this many calls of the server's tools at once in this process, for all agents together
+   * (as a code or HTTP tool's `concurrency`, core/tool-limits.ts): a fleet cannot flood the server.
+   * A call waiting for room is not failing (the agent's view says `waiting: "tool_capacity"`).
+   */
+  concurrency?: number;
 };
 
 /** One tool as a server lists it, with the name the model sees. */
@@ -69,6 +75,8 @@ export interface McpServers {
     args: Record<string, unknown>,
     options: { idempotencyKey: string; signal: AbortSignal; timeoutMs?: number },
   ): Promise<McpCallOutcome>;
+  /** The calls of `server`'s tools that may run at once in this process (its config's `concurrency`); undefined: no limit. */
+  concurrency?(server: string): number | undefined;
   /** Closes every connection and stops every server process started. */
   close(): Promise<void>;
 }

@@ -45,7 +45,7 @@ const EXTENSIONS = /\.(m?js|m?ts)$/;
 const isMachine = (v: unknown): boolean =>
   !!v && typeof v === 'object' && typeof (v as { root?: unknown }).root === 'object' && typeof (v as { transition?: unknown }).transition === 'function';
 
-const mcpCommon = { approveDestructive: z.boolean().optional(), timeoutMs: z.number().int().positive().optional() };
+const mcpCommon = { approveDestructive: z.boolean().optional(), timeoutMs: z.number().int().positive().optional(), concurrency: z.number().int().positive().optional() };
 
 const configSchema = z
   .object({
@@ -69,7 +69,7 @@ const configSchema = z
             z.object({ command: z.string().min(1), args: z.array(z.string()).optional(), env: z.record(z.string(), z.string()).optional(), cwd: z.string().optional(), ...mcpCommon }).strict(),
             z.object({ url: z.string().regex(/^https?:\/\//i, { message: 'must be an http:// or https:// URL' }).refine((url) => URL.canParse(url), { message: 'must be a URL' }), headers: z.record(z.string(), z.string()).optional(), ...mcpCommon }).strict(),
           ],
-          { message: 'must be { command, args?, env?, cwd?, approveDestructive?, timeoutMs? } or { url (http:// or https://), headers?, approveDestructive?, timeoutMs? }' },
+          { message: 'must be { command, args?, env?, cwd?, approveDestructive?, timeoutMs?, concurrency? } or { url (http:// or https://), headers?, approveDestructive?, timeoutMs?, concurrency? }' },
         ),
       )
       .optional(),

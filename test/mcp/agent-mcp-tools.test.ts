@@ -113,6 +113,33 @@ describe('MCP tools in the reference agent', () => {
     expect(server.calls.map((c) => c.key).sort()).toEqual(['par:1:a', 'par:1:b']);
   });
 
+  it('runs at most the server\'s concurrency of its calls at once, for all agents together, and the others in turn', async () => {
+    const fake = await fakeLlm();
+    let running = 0;
+    let peak = 0;
+    const hold = async (args: Record<string, unknown>) => {
+      running++;
+      peak = Math.max(peak, running);
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      running--;
+      return `done ${String(args.text)}`;
+    };
+    const server = await testServer([{ name: 'slow', answer: hold }, { name: 'other', answer: hold }]);
+    const t = await start(fake, pool({ t: { url: server.url, concurrency: 2 } }));
+    // Two agents, three calls each (of two tools of the one server): six calls, two at a time.
+    const answer = (agent: string) => ({
+      toolCalls: ['1', '2', '3'].map((n) => ({ id: `${agent}${n}`, name: n === '3' ? 't__other' : 't__slow', arguments: { text: `${agent}${n}` } })),
+    });
+    fake.script(answer('a'), answer('b'), { content: 'Done.' }, { content: 'Done.' });
+    await Promise.all(['a', 'b'].map((id) => t.runtime.spawn('agent', { id, input: { tasks: ['Call them.'], mcp: ['t'] } })));
+    await Promise.all(['a', 'b'].map((id) => waitForView(t.runtime, id, idleAfter(1), 15_000)));
+    expect(server.calls).toHaveLength(6);
+    expect(peak).toBe(2);
+    // Which agent got which scripted answer depends on whose LLM call came first: every call answered once.
+    const results = (await Promise.all(['a', 'b'].map((id) => toolResults(t, id)))).flat(2).map((r) => r!.content);
+    expect(results.sort()).toEqual(['a1', 'a2', 'a3', 'b1', 'b2', 'b3'].map((n) => `done ${n}`));
+  });
+
   it('tells the model an isError result (a file that is not there) and goes on', async () => {
     const fake = await fakeLlm();
     const folder = tempDir('mcp-agent-fs-');

@@ -66,7 +66,7 @@ describe("a config file's mcpServers", () => {
   it('takes every field of McpServerConfig', async () => {
     const servers = {
       files: { command: 'node', args: ['fs.js', '.'], env: { DEBUG: '1' }, cwd: '/tmp', approveDestructive: false, timeoutMs: 5000 },
-      web: { url: 'https://mcp.example.com/mcp', headers: { authorization: 'Bearer x' }, timeoutMs: 1000 },
+      web: { url: 'https://mcp.example.com/mcp', headers: { authorization: 'Bearer x' }, timeoutMs: 1000, concurrency: 4 },
     };
     const file = writeModule('mcp.mjs', `export default { mcpServers: ${JSON.stringify(servers)} };\n`);
     expect((await loadConfigFile(file, context)).mcpServers).toEqual(servers);
@@ -80,6 +80,8 @@ describe("a config file's mcpServers", () => {
     ['{ a: { command: "" } }', /mcpServers\.a\.command Too small/],
     ['{ a: { command: "x", approveDestructive: "no" } }', /mcpServers\.a must be/],
     ['{ a: { command: "x", timeoutMs: -1 } }', /mcpServers\.a\.timeoutMs Too small/],
+    ['{ a: { url: "http://h/mcp", concurrency: 0 } }', /mcpServers\.a\.concurrency Too small/],
+    ['{ a: { url: "http://h/mcp", concurrency: 1.5 } }', /mcpServers\.a must be \{ command.*concurrency\?/],
   ])('refuses %s', async (servers, cause) => {
     const file = writeModule('bad.mjs', `export default { mcpServers: ${servers} };\n`);
     const err = await loadConfigFile(file, context).catch((e: unknown) => e);

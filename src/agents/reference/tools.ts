@@ -136,7 +136,15 @@ async function execute(call: ToolCall, key: string, request: ToolsRequest, runne
   const ok = (content: string): ToolResult => ({ callId: call.id, name: call.name, ok: true, content });
   // A call of an agent tool with a task starts a child agent in the chart; only one the chart could not start comes here.
   if (spec.agent) return fail('An agent tool takes {"task": "<what to ask>"} with a non-empty task.');
-  if (spec.mcp) return callMcpTool(runner.mcp, { ...spec, mcp: spec.mcp }, call, checked.data, { idempotencyKey: key, signal: runner.signal, timeoutMs: request.timeoutMs });
+  if (spec.mcp) {
+    // An MCP server's limit (its config's `concurrency`) is shared by all its tools.
+    const release = await toolCapacity(`mcp ${spec.mcp.server}`, runner.mcp?.concurrency?.(spec.mcp.server), call.name, runner);
+    try {
+      return await callMcpTool(runner.mcp, { ...spec, mcp: spec.mcp }, call, checked.data, { idempotencyKey: key, signal: runner.signal, timeoutMs: request.timeoutMs });
+    } finally {
+      release();
+    }
+  }
   if (codeTool) {
     // Outside the try: a wait its agent's stop aborts is no failure of the tool to tell the model.
     const release = await toolCapacity(codeTool, codeTool.concurrency, call.name, runner);
