@@ -128,6 +128,9 @@ describe('dashboard pages', () => {
     await spawn(t.app, 'w1', {}, 'wild');
     const html = await (await t.app.request('/ui/agents/w1')).text();
     expect(html).toContain('data-accepted="* event.* go reset"');
+    // A server that runs its agents offers them events, with no read-only notice.
+    expect(html).not.toContain('id="read-only"');
+    expect(html).not.toMatch(/<body[^>]* data-read-only/);
     expect(html).toContain('<form data-event="go"><button type="submit">go</button></form>');
     // The script sets every named input on the event: the typed `type` replaces the descriptor.
     expect(html).toContain(

@@ -45,6 +45,11 @@ describe('a read-only server', () => {
       const res = await app.request(page, { headers: AUTH });
       expect(res.status, page).toBe(200);
       expect(res.headers.get('content-type'), page).toMatch(/^text\/html/);
+      // The dashboard says it is read-only, and offers nothing that would be refused.
+      const html = await res.text();
+      expect(html, page).toContain('id="read-only"');
+      expect(html, page).toMatch(/<body[^>]* data-read-only/);
+      expect(html, page).not.toContain('id="spawn"');
     }
 
     const writes: [string, string, unknown][] = [

@@ -28,6 +28,7 @@ export interface AgentPageProps {
   /** What the machine declares an action's actor to be (by src). */
   kindOf: (src: string) => ActorKind;
   auth: boolean;
+  readOnly?: boolean;
   now: number;
 }
 
@@ -36,7 +37,7 @@ export const MAX_CHECKPOINTS_SHOWN = 300;
 export const MAX_ACTIONS_SHOWN = 200;
 
 export const AgentPage: FC<AgentPageProps> = (props) => {
-  const { view, record, diagram, events, accepted, checkpoints, actions, auth, now } = props;
+  const { view, record, diagram, events, accepted, checkpoints, actions, auth, readOnly, now } = props;
   // The caller reads only the newest MAX_ACTIONS_SHOWN, oldest first; the log shows newest first.
   const shownActions = [...actions].reverse();
   const exchange = readExchange(view.id, view.context, actions, props.kindOf);
@@ -45,6 +46,7 @@ export const AgentPage: FC<AgentPageProps> = (props) => {
       title={view.id}
       page="agent"
       auth={auth}
+      readOnly={readOnly}
       attrs={{ 'data-agent-id': view.id, 'data-status': view.status, 'data-state': JSON.stringify(view.state) }}
     >
       <div class="card">

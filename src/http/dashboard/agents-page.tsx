@@ -19,6 +19,7 @@ export interface AgentsPageProps {
   /** Agents by status over the whole store. */
   counts: Record<string, number>;
   auth: boolean;
+  readOnly?: boolean;
   now: number;
 }
 
@@ -58,10 +59,10 @@ const AgentRow: FC<{ agent: AgentRecord; now: number }> = ({ agent, now }) => (
     </tr>
 );
 
-export const AgentsPage: FC<AgentsPageProps> = ({ agents, machines, filters, nextCursor, counts, auth, now }) => {
+export const AgentsPage: FC<AgentsPageProps> = ({ agents, machines, filters, nextCursor, counts, auth, readOnly, now }) => {
   const total = Object.values(counts).reduce((a, b) => a + b, 0);
   return (
-    <Layout title="Agents" page="agents" auth={auth}>
+    <Layout title="Agents" page="agents" auth={auth} readOnly={readOnly}>
       <div class="card">
         <div class="row" style="justify-content: space-between">
           <div>
@@ -142,34 +143,36 @@ export const AgentsPage: FC<AgentsPageProps> = ({ agents, machines, filters, nex
         ) : null}
       </div>
 
-      <div class="card">
-        <h2>Spawn an agent</h2>
-        <form id="spawn" class="row" style="align-items: flex-start">
-          <label>
-            Machine
-            <br />
-            <select name="machine">
-              {machines.map((m) => (
-                <option value={m}>{m}</option>
-              ))}
-            </select>
-          </label>
-          <label>
-            Id <span class="muted small">(optional)</span>
-            <br />
-            <input type="text" name="id" placeholder="generated" />
-          </label>
-          <label style="flex: 1; min-width: 320px">
-            Input <span class="muted small">(JSON, optional)</span>
-            <br />
-            <textarea name="input" rows={3} style="width: 100%" placeholder='{"tasks": ["Summarize the design card."]}'></textarea>
-          </label>
-          <div>
-            <br />
-            <button type="submit">Spawn</button>
-          </div>
-        </form>
-      </div>
+      {readOnly ? null : (
+        <div class="card">
+          <h2>Spawn an agent</h2>
+          <form id="spawn" class="row" style="align-items: flex-start">
+            <label>
+              Machine
+              <br />
+              <select name="machine">
+                {machines.map((m) => (
+                  <option value={m}>{m}</option>
+                ))}
+              </select>
+            </label>
+            <label>
+              Id <span class="muted small">(optional)</span>
+              <br />
+              <input type="text" name="id" placeholder="generated" />
+            </label>
+            <label style="flex: 1; min-width: 320px">
+              Input <span class="muted small">(JSON, optional)</span>
+              <br />
+              <textarea name="input" rows={3} style="width: 100%" placeholder='{"tasks": ["Summarize the design card."]}'></textarea>
+            </label>
+            <div>
+              <br />
+              <button type="submit">Spawn</button>
+            </div>
+          </form>
+        </div>
+      )}
     </Layout>
   );
 };

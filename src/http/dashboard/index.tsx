@@ -52,6 +52,7 @@ export interface DashboardOptions {
 export function createDashboard({ runtime, token }: DashboardOptions) {
   const app = new Hono<AppEnv>();
   const auth = Boolean(token);
+  const readOnly = runtime.readOnly;
   const diagrams = new WeakMap<AnyStateMachine, Promise<ChartDiagram | undefined>>();
   const diagramFor = (machine: RegisteredMachine, log: Logger) => {
     let diagram = diagrams.get(machine.machine);
@@ -85,6 +86,7 @@ export function createDashboard({ runtime, token }: DashboardOptions) {
         nextCursor={nextCursor}
         counts={agentsByStatus}
         auth={auth}
+        readOnly={readOnly}
         now={Date.now()}
       />,
     );
@@ -123,6 +125,7 @@ export function createDashboard({ runtime, token }: DashboardOptions) {
         actions={actions}
         kindOf={(src) => (machine ? actorOf(machine, src).kind : 'call')}
         auth={auth}
+        readOnly={readOnly}
         now={Date.now()}
       />,
     );

@@ -100,6 +100,9 @@ details summary { cursor: pointer; color: var(--muted); }
 .login input { width: 100%; margin: 8px 0 12px; }
 .chart-wrap { overflow: auto; max-height: 75vh; border: 1px solid var(--line); border-radius: 8px; background: #fff; }
 .chart-links { margin: 6px 0 0; }
+.read-only-notice { border: 1px solid #fcd34d; background: #fffbeb; color: #78350f; border-radius: 8px; padding: 10px 12px; margin: 0 0 16px; }
+/* Nothing a read-only process would accept is offered (the page's script may unhide event forms as states change). */
+body[data-read-only] form[data-event], body[data-read-only] #stop, body[data-read-only] #events { display: none !important; }
 `;
 
 export interface LayoutProps {
@@ -107,11 +110,16 @@ export interface LayoutProps {
   page: string;
   /** Show the log-out button (a token is configured). */
   auth: boolean;
+  /**
+   * The process serves a store it only reads (`serve --read-only`): a banner says so, and the forms
+   * that would send events or spawn agents are not shown (the API would answer `503 read_only`).
+   */
+  readOnly?: boolean;
   attrs?: Record<string, string>;
   children?: Child;
 }
 
-export const Layout: FC<LayoutProps> = ({ title, page, auth, attrs = {}, children }) => (
+export const Layout: FC<LayoutProps> = ({ title, page, auth, readOnly = false, attrs = {}, children }) => (
   <>
     {raw('<!doctype html>')}
     <html lang="en">
@@ -123,7 +131,7 @@ export const Layout: FC<LayoutProps> = ({ title, page, auth, attrs = {}, childre
         <style>{raw(CSS + STATECHART_CSS)}</style>
         <script src={CLIENT_SCRIPT_PATH} defer></script>
       </head>
-      <body data-page={page} {...attrs}>
+      <body data-page={page} {...(readOnly ? { 'data-read-only': '' } : {})} {...attrs}>
         <header class="top">
           <a class="brand" href="/">
             durable-agents
@@ -141,7 +149,15 @@ export const Layout: FC<LayoutProps> = ({ title, page, auth, attrs = {}, childre
             </form>
           ) : null}
         </header>
-        <main>{children}</main>
+        <main>
+          {readOnly ? (
+            <div class="read-only-notice" id="read-only">
+              <strong>Read-only.</strong> This process serves what the store holds and runs nothing: another
+              process runs these agents. Spawns, events and approvals go to that process.
+            </div>
+          ) : null}
+          {children}
+        </main>
         <div id="flash" aria-live="polite"></div>
       </body>
     </html>
