@@ -13,7 +13,7 @@
  * whole) after `MAX_CHAIN` deltas or once its deltas outweigh `CHAIN_WEIGHT` whole skeletons, so
  * reading any checkpoint back reads a bounded number of rows.
  */
-import { PartEncoder, type EncodedValue, type SnapshotPart } from './snapshot-parts.js';
+import { jsonReaches, PartEncoder, type EncodedValue, type SnapshotPart } from './snapshot-parts.js';
 
 export type CheckpointFormat = 'json' | 'parts' | 'delta';
 
@@ -92,6 +92,8 @@ export class CheckpointEncoder {
       if (chained) return this.delta(snapshot, seq, last);
       // Not in a chain: a small snapshot is its plain JSON. A larger one starts a chain, and the
       // deltas that follow are not preceded by this attempt.
+      // One that is surely larger (a lower bound of its length says so) is not written plain first.
+      if (jsonReaches(snapshot, PLAIN_SNAPSHOT_BYTES)) return this.whole(snapshot, seq);
       const plain = JSON.stringify(snapshot);
       if (plain.length < PLAIN_SNAPSHOT_BYTES) {
         this.last = undefined;

@@ -140,7 +140,7 @@ export class PartEncoder {
   /** A value whose JSON is short (or a primitive) as it is; else its JSON, if written, or ''. */
   private small(value: unknown, plainBelow: number): EncodedValue | string {
     if (typeof value === 'string' && value.length >= MIN_STRING_BYTES) return '';
-    if (typeof value === 'object' && value !== null && (this.partsOf?.has(value) || (Array.isArray(value) && value.length > CHUNK_ITEMS))) return '';
+    if (typeof value === 'object' && value !== null && (this.partsOf?.has(value) || (Array.isArray(value) && value.length > CHUNK_ITEMS) || jsonReaches(value, plainBelow))) return '';
     const text = JSON.stringify(value) as string | undefined;
     if (text !== undefined && text.length >= plainBelow) return text;
     if (text?.includes('\\u0000')) return { text, encoded: false, parts: [], plainOnly: true };
@@ -181,7 +181,7 @@ export class PartEncoder {
       held.push(known);
       return known.ref;
     }
-    if (!walk && depth >= shallowest && !(Array.isArray(value) && value.length > CHUNK_ITEMS)) {
+    if (!walk && depth >= shallowest && !(Array.isArray(value) && value.length > CHUNK_ITEMS) && !jsonReaches(value, minPart)) {
       const text = JSON.stringify(value) as string | undefined;
       if (text === undefined || text.length < minPart) {
         if (text?.includes('\\u0000')) throw new UnencodableKey();
@@ -287,6 +287,52 @@ export class PartEncoder {
     return chunk;
   }
 }
+
+/**
+ * Whether the JSON of `value` (an object or array) is at least `limit` characters long, judged
+ * without writing it: a lower bound of its length (strings and keys as they are, escapes not
+ * counted, every number one digit), given up as soon as it reaches `limit`. A value found long is
+ * walked for parts at once: written whole first, its text would be thrown away (and a new answer
+ * in a new message would be written once for the exchange, once for the message, once for itself).
+ * What the bound cannot see (a `toJSON`, a nesting deeper than it looks) counts as short: the
+ * caller writes it and measures, as before.
+ */
+export function jsonReaches(value: object, limit: number): boolean {
+  return jsonLeft(value, limit, 0) <= 0;
+}
+
+/** `left` less a lower bound of the JSON length of `value`, stopping once it is 0 or less. */
+function jsonLeft(value: unknown, left: number, depth: number): number {
+  switch (typeof value) {
+    case 'string':
+      return left - value.length - 2;
+    case 'number':
+    case 'boolean':
+      return left - 1;
+    case 'object':
+      break;
+    default:
+      return left; // undefined, a function, a symbol: omitted; a BigInt: JSON.stringify throws on it
+  }
+  if (value === null) return left - 4;
+  if (depth >= MAX_BOUND_DEPTH || typeof (value as { toJSON?: unknown }).toJSON === 'function') return left;
+  if (Array.isArray(value)) {
+    left -= value.length + 1; // brackets and commas
+    for (let i = 0; i < value.length && left > 0; i++) left = jsonLeft(value[i], left, depth + 1);
+    return left;
+  }
+  left -= 1; // braces, less the comma the last key does not have
+  for (const key in value) {
+    if (left <= 0) break;
+    if (!Object.hasOwn(value, key)) continue;
+    const item = (value as Record<string, unknown>)[key];
+    if (item === undefined || typeof item === 'function' || typeof item === 'symbol') continue;
+    left = jsonLeft(item, left - key.length - 4, depth + 1); // "key": and a comma
+  }
+  return left;
+}
+
+const MAX_BOUND_DEPTH = 32;
 
 function deepFreeze(value: object): void {
   if (Object.isFrozen(value)) return;

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { nextRandom } from '../../src/core/random.js';
 import { applyDeltas, CheckpointEncoder, MAX_CHAIN, type EncodedCheckpoint } from '../../src/store/checkpoint-encoding.js';
-import { decodeParts, PartEncoder, referencedParts, type SnapshotPart } from '../../src/store/snapshot-parts.js';
+import { decodeParts, jsonReaches, PartEncoder, referencedParts, type SnapshotPart } from '../../src/store/snapshot-parts.js';
 
 const SEED = 20261201;
 
@@ -59,6 +59,29 @@ describe('values stored once (parts)', () => {
       store.keep(encoded.parts);
       expect(decodeParts(encoded.text, store.bodies), `value ${i}`).toBe(JSON.stringify(value));
     }
+  });
+
+  it('judges a value long without writing it only when its JSON is that long (a lower bound), across 500 seeded values', () => {
+    const random = seededRandom(SEED + 1);
+    // What JSON leaves out or writes its own way: undefined and functions (omitted, or null in an array), a toJSON.
+    const odd = [undefined, () => 1, new Date(0), Symbol('s')];
+    const withOdd = (value: unknown): unknown => {
+      if (Array.isArray(value)) return [...value.map(withOdd), odd[Math.floor(random() * odd.length)]];
+      if (typeof value !== 'object' || value === null) return value;
+      return { ...Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withOdd(v)])), odd: odd[Math.floor(random() * odd.length)] };
+    };
+    let long = 0;
+    for (let i = 0; i < 500; i++) {
+      const value = { v: withOdd(randomValue(random)) };
+      const length = JSON.stringify(value).length;
+      for (const limit of [1, 16, 256, 1024, length - 1, length, length + 1]) {
+        const reaches = jsonReaches(value, limit);
+        if (reaches) expect(length, `value ${i}, limit ${limit}`).toBeGreaterThanOrEqual(limit);
+      }
+      if (jsonReaches(value, Math.ceil(length / 2))) long++;
+    }
+    // Not a bound that never says yes: close enough to judge nearly every value at half its length.
+    expect(long).toBeGreaterThan(450);
   });
 
   it('writes a growing conversation once: a new version of 800 messages hands over only its new parts', () => {
