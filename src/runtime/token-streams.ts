@@ -169,7 +169,10 @@ export class TokenStreams {
   // --- keeping -----------------------------------------------------------------------------------
 
   private add(fields: Pick<CallTokens, 'agentId' | 'seq' | 'turn' | 'attempt'>): CallTokens {
-    const call: CallTokens = { ...fields, deltas: [], chars: 0, truncated: false, finished: false, watched: this.listeners.has(fields.agentId) };
+    // Named, not spread: `{ ...fields, deltas… }` (a spread followed by new keys) is many times
+    // slower to build in V8, and every LLM call builds one.
+    const { agentId, seq, turn, attempt } = fields;
+    const call: CallTokens = { agentId, seq, turn, attempt, deltas: [], chars: 0, truncated: false, finished: false, watched: this.listeners.has(agentId) };
     let calls = this.calls.get(fields.agentId);
     if (!calls) this.calls.set(fields.agentId, (calls = []));
     calls.push(call);
