@@ -6,6 +6,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import type { CodeTool } from '../agents/reference/tools.js';
+import type { ModelPrice } from '../agents/reference/types.js';
 import { AgentsError } from '../core/errors.js';
 import type { MachineDefinition } from '../durable/definition.js';
 import { lintDefinition } from '../durable/lint.js';
@@ -29,6 +30,7 @@ export interface LoadedConfig {
   machines: MachineDefinition[];
   tools: CodeTool[];
   mcpServers: Record<string, McpServerConfig> | undefined;
+  prices: Record<string, ModelPrice> | undefined;
 }
 
 export interface LoadConfigFileOptions {
@@ -46,6 +48,8 @@ const isMachine = (v: unknown): boolean =>
   !!v && typeof v === 'object' && typeof (v as { root?: unknown }).root === 'object' && typeof (v as { transition?: unknown }).transition === 'function';
 
 const mcpCommon = { approveDestructive: z.boolean().optional(), timeoutMs: z.number().int().positive().optional(), concurrency: z.number().int().positive().optional() };
+
+const dollarsPerMTok = z.number({ message: 'must be a number of dollars per million tokens' }).finite().nonnegative();
 
 const configSchema = z
   .object({
@@ -71,6 +75,12 @@ const configSchema = z
           ],
           { message: 'must be { command, args?, env?, cwd?, approveDestructive?, timeoutMs?, concurrency? } or { url (http:// or https://), headers?, approveDestructive?, timeoutMs?, concurrency? }' },
         ),
+      )
+      .optional(),
+    prices: z
+      .record(
+        z.string().min(1),
+        z.object({ inputPerMTok: dollarsPerMTok, outputPerMTok: dollarsPerMTok }, { message: 'must be { inputPerMTok, outputPerMTok } (dollars per million tokens)' }).strict(),
       )
       .optional(),
   })
@@ -104,12 +114,15 @@ export async function loadConfigFile(file: string, context: ServiceConfigContext
       return fail(`its default export threw: ${messageOf(err)}`);
     }
   }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) return fail('its default export is not a config object ({ machines?, tools?, mcpServers? }) nor a function returning one.');
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return fail('its default export is not a config object ({ machines?, tools?, mcpServers?, prices? }) nor a function returning one.');
   const parsed = configSchema.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const where = issue.path.length > 0 ? issue.path.join('.') : 'the config';
-    return fail(issue.code === 'unrecognized_keys' ? `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')} (a config has machines, tools, mcpServers).` : `${where} ${issue.message}.`);
+    if (issue.code !== 'unrecognized_keys') return fail(`${where} ${issue.message}.`);
+    const keys = `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+    // An unknown key inside an entry (a price's, a server's) is named with where it is.
+    return fail(issue.path.length > 0 ? `${where} has ${keys}.` : `${keys} (a config has machines, tools, mcpServers, prices).`);
   }
   const config = value as ServiceConfig;
   const machines = config.machines ?? [];
@@ -136,7 +149,7 @@ export async function loadConfigFile(file: string, context: ServiceConfigContext
       fail(`machine "${def.name}" is refused by the linter (${errors.length === 1 ? '1 error' : `${errors.length} errors`}):\n${errors.map((e) => `  ${e.path}  ${e.code}: ${e.message}`).join('\n')}`);
     }
   }
-  return { file: abs, machines, tools, mcpServers: config.mcpServers };
+  return { file: abs, machines, tools, mcpServers: config.mcpServers, prices: config.prices };
 }
 
 /**
@@ -149,6 +162,22 @@ export function mergeMcpServers(flags: Record<string, McpServerConfig>, config: 
   if (config && twice.length > 0) {
     const names = twice.map((n) => `"${n}"`).join(', ');
     throw new ConfigFileError(config.file, `MCP server${twice.length > 1 ? 's' : ''} ${names} ${twice.length > 1 ? 'are' : 'is'} configured twice, by --mcp (or DURABLE_AGENTS_MCP) and in mcpServers: keep one.`);
+  }
+  return { ...fromFile, ...flags };
+}
+
+/**
+ * The models' prices `serve` counts budgets in dollars with: those of `--llm-prices` (or
+ * `LLM_PRICES`) and those of the config's `prices`. A model both price is refused, as a server both
+ * name is: which price was meant cannot be guessed.
+ */
+export function mergePrices(flags: Record<string, ModelPrice> | undefined, config: Pick<LoadedConfig, 'file' | 'prices'> | undefined): Record<string, ModelPrice> | undefined {
+  const fromFile = config?.prices;
+  if (!fromFile || Object.keys(fromFile).length === 0) return flags;
+  const twice = Object.keys(flags ?? {}).filter((model) => Object.hasOwn(fromFile, model));
+  if (config && twice.length > 0) {
+    const names = twice.map((n) => `"${n}"`).join(', ');
+    throw new ConfigFileError(config.file, `the price of ${names} is given twice, by --llm-prices (or LLM_PRICES) and in prices: keep one.`);
   }
   return { ...fromFile, ...flags };
 }

@@ -4,6 +4,7 @@ import type { Logger } from '../core/logger.js';
 import type { MachineDefinition } from '../durable/definition.js';
 import type { LlmClient } from '../llm/client.js';
 import type { CodeTool } from '../agents/reference/tools.js';
+import type { ModelPrice } from '../agents/reference/types.js';
 
 import type { McpServerConfig } from '../mcp/types.js';
 
@@ -21,6 +22,11 @@ export interface ServiceConfig {
    * spawned with `"mcp": ["NAME"]` is offered their tools, as `<name>__<tool>`.
    */
   mcpServers?: Record<string, McpServerConfig>;
+  /**
+   * Models' prices (US dollars per million input and output tokens), beside those of
+   * `--llm-prices`: an agent's budget in dollars (`budget.maxCostUsd`) needs its model's.
+   */
+  prices?: Record<string, ModelPrice>;
 }
 
 /** What the service built from its flags, for a config that is a function. */

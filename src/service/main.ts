@@ -13,7 +13,7 @@ import { BUILTIN_TOOLS } from '../agents/reference/builtin-tools.js';
 import { agentDefinition } from '../agents/reference/definition.js';
 import type { RetentionPolicy } from '../runtime/pruner.js';
 import { createRuntime, type Runtime } from '../runtime/runtime.js';
-import { loadConfigFile, mergeMcpServers } from './config-file.js';
+import { loadConfigFile, mergeMcpServers, mergePrices } from './config-file.js';
 import { createMcpServers } from '../mcp/servers.js';
 import { createServer } from '../http/app.js';
 import { setMaxListeners } from 'node:events';
@@ -44,6 +44,8 @@ export async function main(
   const extension = config.configFile === undefined ? undefined : await loadConfigFile(config.configFile, { llm, logger: log });
   // --mcp's servers and the config's: a name both give stops the service here too.
   const mcpConfigs = mergeMcpServers(config.mcp, extension);
+  // --llm-prices' models and the config's: a model both price stops it too.
+  const prices = mergePrices(config.agent.prices, extension);
   if (llm.kind === 'simulated') warnSimulated(log);
   if (extension) {
     log.info({ file: extension.file, machines: extension.machines.map((m) => m.name), tools: extension.tools.map((t) => t.name) }, 'config loaded');
@@ -90,7 +92,7 @@ export async function main(
     machines: [
       agentDefinition({
         llm,
-        defaults: agentDefaults(config),
+        defaults: { ...agentDefaults(config), ...(prices ? { prices } : {}) },
         outbound: config.outbound.allow,
         ...(tools.length > 0 ? { tools } : {}),
         ...(mcp ? { mcp } : {}),

@@ -100,7 +100,7 @@ function inputSchemaFor(codeTools: ReadonlyMap<string, CodeTool>, outbound: Outb
       ctx.addIssue({
         code: 'custom',
         path: ['budget', 'maxCostUsd'],
-        message: `no price is known for the model "${model}", so its cost cannot be counted (prices ${known.length ? `are known for: ${known.join(', ')}` : 'are set with serve --llm-prices or agentDefinition({ prices })'}); give maxTotalTokens instead`,
+        message: `no price is known for the model "${model}", so its cost cannot be counted (prices ${known.length ? `are known for: ${known.join(', ')}` : "are set with serve --llm-prices, a config's prices or agentDefinition({ prices })"}); give maxTotalTokens instead`,
       });
     }
     for (const [i, t] of (input.tools ?? []).entries()) {
