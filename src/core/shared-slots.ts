@@ -13,7 +13,21 @@ export interface SharedLlmSlots {
   give(slot: number): Promise<void>;
 }
 
-/** How long a waiting call sleeps between two tries, at first and at most (doubling, with jitter). */
+/**
+ * The tools' concurrency limits of a store shared by many processes (Postgres): one set of slots per
+ * pool (an HTTP tool's URL, an MCP server, a code tool's name), so the calls of one tool in flight
+ * across all processes never pass its limit. Each process's own line (tool-limits.ts) still decides
+ * the order; a slot is taken once the call's turn comes there, and given back when it ends.
+ */
+export interface SharedToolSlots {
+  /** As `SharedLlmSlots.tryTake`, within `pool`. */
+  tryTake(pool: string, limit: number, holdMs: number): Promise<number | undefined>;
+  /** Holds a slot `holdMs` longer from now: a tool call has no end it must keep to, so its slot is renewed while it runs. */
+  renew(pool: string, slot: number, holdMs: number): Promise<void>;
+  give(pool: string, slot: number): Promise<void>;
+}
+
+/** How a waiting call sleeps between two tries, at first and at most (doubling, with jitter). */
 const FIRST_WAIT_MS = 10;
 const LONGEST_WAIT_MS = 200;
 
@@ -22,7 +36,7 @@ const LONGEST_WAIT_MS = 200;
  * gets one or `signal` aborts. Polling, not LISTEN/NOTIFY: slots free up every few hundred ms under
  * load, and a missed notification would leave a call waiting for nothing.
  */
-export async function takeSlot(slots: SharedLlmSlots, limit: number, holdMs: number, signal: AbortSignal | undefined, random: () => number = Math.random): Promise<number> {
+export async function takeSlot(slots: Pick<SharedLlmSlots, 'tryTake'>, limit: number, holdMs: number, signal: AbortSignal | undefined, random: () => number = Math.random): Promise<number> {
   let waitMs = FIRST_WAIT_MS;
   for (;;) {
     signal?.throwIfAborted();

@@ -25,6 +25,13 @@ export interface DurableAgentHandle {
    * by the checkpoint of the transition it causes, as any output. Call `end()` when the call settles.
    */
   streamTokens(key: { seq: number; turn: number }): { write(delta: string): void; end(): void };
+  /**
+   * Waits for room under a tool's concurrency `limit`: in this process's line for `pool.key`, then,
+   * on a store many processes share, for one of the store-wide slots of `pool.name` (the same tool
+   * in every process: its URL, its MCP server, its name). Resolves with what gives the room back;
+   * rejects if `signal` aborts first. Absent where no runtime hosts the agent.
+   */
+  waitForToolCapacity?(pool: { key: unknown; name: string; tool: string }, limit: number, signal: AbortSignal): Promise<() => void>;
 }
 
 // Keyed by the actor system (one per root actor): children share their root's system.

@@ -1,6 +1,7 @@
 // One live agent's delivery and checkpoint chain; kept in one file because its ordering rules
 // (inbox, seqs, commit gate, barrier release) only hold together.
-import type { SharedLlmSlots } from '../core/shared-slots.js';
+import type { SharedLlmSlots, SharedToolSlots } from '../core/shared-slots.js';
+import { toolLimits as processToolLimits, type ToolLimits } from '../core/tool-limits.js';
 import { estimatedTokens, gatedCall, LLM_CALL_READING } from '../llm/flow/gated-call.js';
 import type { LlmGate } from '../llm/flow/llm-gate.js';
 import type { Actor, AnyActorRef, AnyEventObject, AnyMachineSnapshot, AnyStateMachine, InspectionEvent } from 'xstate';
@@ -36,6 +37,10 @@ export interface HostOwner {
   readonly llmGate?: LlmGate | undefined;
   /** On a store many processes share: the slots that keep all their LLM calls within the gate's ceiling. */
   readonly llmSlots?: SharedLlmSlots | undefined;
+  /** Where tool calls wait under their tools' `concurrency` (this process's line). */
+  readonly toolLimits?: ToolLimits | undefined;
+  /** On a store many processes share: the slots that keep each tool's calls in all of them within its limit. */
+  readonly toolSlots?: SharedToolSlots | undefined;
   /** XState's inspection observer for every agent actor (and the actors it invokes). */
   readonly inspect?: ((event: InspectionEvent) => void) | undefined;
 }
@@ -340,6 +345,16 @@ export class AgentHost implements TransitionSink {
     const resumed = this.restored && !this.streamedSinceStart;
     this.streamedSinceStart = true;
     return this.owner.streamTokens(this.agentId, key, resumed);
+  }
+
+  waitForToolCapacity(pool: { key: unknown; name: string; tool: string }, limit: number, signal: AbortSignal): Promise<() => void> {
+    const { toolLimits: limits = processToolLimits, toolSlots: slots } = this.owner;
+    const shared = slots && {
+      slots,
+      pool: pool.name,
+      onUnavailable: (err: unknown) => this.owner.log.warn({ agentId: this.agentId, tool: pool.tool, err }, "could not reach the shared tool slots; the call keeps within this process's limit"),
+    };
+    return limits.acquire(pool.key, pool.tool, limit, this.agentId, signal, shared);
   }
 
   startAfterCommit(child: AnyActorRef, input: unknown, start: () => void, quiet: boolean): void {

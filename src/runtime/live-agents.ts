@@ -1,4 +1,5 @@
-import type { SharedLlmSlots } from '../core/shared-slots.js';
+import type { SharedLlmSlots, SharedToolSlots } from '../core/shared-slots.js';
+import type { ToolLimits } from '../core/tool-limits.js';
 import type { LlmGate } from '../llm/flow/llm-gate.js';
 import type { InspectionEvent } from 'xstate';
 import { CorruptStateError, FencedError, NotFoundError, serializeError, StoreUnavailableError, type SerializedError } from '../core/errors.js';
@@ -41,6 +42,10 @@ export interface LiveAgentsOptions {
   llmGate?: LlmGate | undefined;
   /** The store's shared LLM slots (a store many processes share). */
   llmSlots?: SharedLlmSlots | undefined;
+  /** Where tool calls wait under their tools' `concurrency` (this process's line). */
+  toolLimits?: ToolLimits | undefined;
+  /** The store's shared tool slots (a store many processes share). */
+  toolSlots?: SharedToolSlots | undefined;
 }
 
 /**
@@ -53,6 +58,8 @@ export class LiveAgents implements HostOwner {
   readonly inspect: ((event: InspectionEvent) => void) | undefined;
   readonly llmGate: LlmGate | undefined;
   readonly llmSlots: SharedLlmSlots | undefined;
+  readonly toolLimits: ToolLimits | undefined;
+  readonly toolSlots: SharedToolSlots | undefined;
   private readonly hosts = new Map<string, AgentHost>();
   private readonly waking = new Map<string, Promise<AgentHost | undefined>>();
   /** Countdowns to leaving memory, one per resting host (passivation on). */
@@ -66,6 +73,8 @@ export class LiveAgents implements HostOwner {
     this.inspect = options.inspect;
     this.llmGate = options.llmGate;
     this.llmSlots = options.llmSlots;
+    this.toolLimits = options.toolLimits;
+    this.toolSlots = options.toolSlots;
   }
 
   get size(): number {

@@ -94,6 +94,12 @@ export interface RuntimeOptions {
    * that cannot keep up: its senders slow down instead of piling up work it will take hours to do.
    */
   maxInbox?: number;
+  /**
+   * Where the reference agent's tool calls wait under their tools' `concurrency` (default: the
+   * process's own line, shared by every runtime in it). A test that plays two processes in one
+   * gives each its own.
+   */
+  toolLimits?: ToolLimits;
 }
 
 /** The contract's `--max-inbox` default. */
@@ -173,11 +179,12 @@ export class Runtime {
   /** The gate in front of the LLM for every agent here (none with `llmLimits: false`). */
   readonly llmGate: LlmGate | undefined;
   /** Where tool calls wait under their tools' `concurrency` (this process's, shared by its runtimes). */
-  readonly toolLimits: ToolLimits = toolLimits;
+  readonly toolLimits: ToolLimits;
   private readonly maxInbox: number;
 
   constructor(options: RuntimeOptions) {
     const { store } = options;
+    this.toolLimits = options.toolLimits ?? toolLimits;
     this.store = store;
     if (store.readOnly && options.readOnly === false) throw new InvalidInputError('The store was opened read-only: a runtime on it cannot run agents.');
     this.readOnly = options.readOnly ?? store.readOnly === true;
@@ -225,6 +232,8 @@ export class Runtime {
       ignoreSpawns: options.childAgents === 'ignore',
       llmGate: this.llmGate,
       llmSlots: store.llmSlots,
+      toolLimits: this.toolLimits,
+      toolSlots: store.toolSlots,
     });
     this.leaseKeeper =
       leases && !this.readOnly

@@ -10,7 +10,7 @@
  * const store = await openSqliteStore('./data/agents.db');
  * await store.commit([{ kind: 'checkpoint', ... }]); // one transaction for the whole batch
  */
-import type { SharedLlmSlots } from '../core/shared-slots.js';
+import type { SharedLlmSlots, SharedToolSlots } from '../core/shared-slots.js';
 import type { SerializedError } from '../core/errors.js';
 import type { CheckpointFormat } from './checkpoint-encoding.js';
 import type { SnapshotPart } from './snapshot-parts.js';
@@ -372,6 +372,8 @@ export interface Store extends AgentRows, Inbox, WriteBatch, History, Recovery, 
   readonly leases?: Ownership;
   /** On a store many processes share: the slots that keep their LLM calls together within one limit. */
   readonly llmSlots?: SharedLlmSlots;
+  /** On a store many processes share: the slots that keep each tool's calls in all of them within its `concurrency`. */
+  readonly toolSlots?: SharedToolSlots;
   /**
    * Whether the store can take writes now, without writing anything: resolves, or throws a
    * `StoreUnavailableError` saying why not (store/unavailable.ts). `quick` runs about every second

@@ -1,6 +1,7 @@
 // The tools' concurrency limits on their own: first come first served, never past a limit, an
 // aborted waiter out of the line, an idle pool dropped. Randomness is seeded.
 import { describe, expect, it } from 'vitest';
+import type { SharedToolSlots } from '../../src/core/shared-slots.js';
 import { ToolLimits } from '../../src/core/tool-limits.js';
 
 /** mulberry32: a seeded PRNG, so a failing order can be replayed. */
@@ -103,5 +104,73 @@ describe('ToolLimits', () => {
     const limits = new ToolLimits();
     await expect(limits.acquire('p', 't', 0, 'a')).rejects.toThrow(RangeError);
     await expect(limits.acquire('p', 't', 1.5, 'a')).rejects.toThrow(RangeError);
+  });
+});
+
+/**
+ * Store-wide slots in memory, as another process sees them: `held` is what the other processes
+ * hold (the Postgres slots themselves are tested in test/runtime/shared-tool-limits.test.ts).
+ */
+function memorySlots(held: Set<number> = new Set()): SharedToolSlots & { held: Set<number>; down: boolean } {
+  return {
+    held,
+    down: false,
+    async tryTake(_pool, limit) {
+      if (this.down) throw new Error('database unreachable');
+      for (let slot = 0; slot < limit; slot++) {
+        if (!held.has(slot)) {
+          held.add(slot);
+          return slot;
+        }
+      }
+      return undefined;
+    },
+    async renew() {},
+    async give(_pool, slot) {
+      held.delete(slot);
+    },
+  };
+}
+
+describe('ToolLimits with store-wide slots', () => {
+  it('waits for a slot the other processes hold, counted as waiting, and gives it back on release', async () => {
+    const limits = new ToolLimits();
+    const slots = memorySlots(new Set([0])); // another process runs the tool's one call
+    let started = false;
+    const call = limits.acquire('url', 'lookup', 1, 'a', undefined, { slots, pool: 'http url' }).then((release) => ((started = true), release));
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(started).toBe(false);
+    expect(limits.isWaiting('a')).toBe(true);
+    expect(limits.loads()).toEqual([{ tool: 'lookup', waiting: 1, inFlight: 0 }]);
+    slots.held.delete(0); // the other process's call ends
+    const release = await call;
+    expect(limits.isWaiting('a')).toBe(false);
+    expect(limits.loads()).toEqual([{ tool: 'lookup', waiting: 0, inFlight: 1 }]);
+    expect([...slots.held]).toEqual([0]);
+    release();
+    release();
+    await tick();
+    expect([...slots.held]).toEqual([]);
+    expect(limits.loads()).toEqual([]);
+  });
+
+  it('an abort while waiting for a slot leaves the line here too; a database out of reach lets the call go within this process', async () => {
+    const limits = new ToolLimits();
+    const slots = memorySlots(new Set([0]));
+    const stop = new AbortController();
+    const waiting = limits.acquire('url', 'lookup', 1, 'a', stop.signal, { slots, pool: 'http url' });
+    await tick();
+    stop.abort(new Error('agent stopped'));
+    await expect(waiting).rejects.toThrow('agent stopped');
+    expect(limits.loads()).toEqual([]);
+    expect(limits.isWaiting('a')).toBe(false);
+
+    slots.down = true;
+    const unavailable: unknown[] = [];
+    const release = await limits.acquire('url', 'lookup', 1, 'b', undefined, { slots, pool: 'http url', onUnavailable: (err) => unavailable.push(err) });
+    expect(unavailable).toHaveLength(1);
+    expect(limits.loads()).toEqual([{ tool: 'lookup', waiting: 0, inFlight: 1 }]);
+    release();
+    expect(limits.loads()).toEqual([]);
   });
 });

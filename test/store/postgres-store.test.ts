@@ -54,7 +54,7 @@ describe('Postgres store schema', () => {
       [schema],
     );
     expect(tables.map((t) => t.table_name)).toEqual([
-      'actions', 'agent_inputs', 'agents', 'checkpoints', 'effects', 'events', 'llm_slots', 'processes', 'schema_migrations', 'snapshot_parts',
+      'actions', 'agent_inputs', 'agents', 'checkpoints', 'effects', 'events', 'llm_slots', 'processes', 'schema_migrations', 'snapshot_parts', 'tool_slots',
     ]);
     expect(await sql('select id, name from schema_migrations order by id', [], schema)).toEqual(
       migrations.map(({ id, name }) => ({ id, name })),

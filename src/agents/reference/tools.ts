@@ -83,7 +83,10 @@ export interface ToolRunner {
   codeTools: ReadonlyMap<string, CodeTool>;
   post: HttpPost;
   signal: AbortSignal;
-  /** Where calls of tools with a `concurrency` wait their turn (default: this process's, core/tool-limits.ts). */
+  /**
+   * Where calls of tools with a `concurrency` wait their turn, in this process only (default: the
+   * runtime's, through the agent's `waitForToolCapacity`: store-wide on a shared store).
+   */
   limits?: ToolLimits;
   /** The MCP servers the agent's `mcp` tools run on (agentDefinition's `mcp`). */
   mcp?: McpServers;
@@ -138,7 +141,8 @@ async function execute(call: ToolCall, key: string, request: ToolsRequest, runne
   if (spec.agent) return fail('An agent tool takes {"task": "<what to ask>"} with a non-empty task.');
   if (spec.mcp) {
     // An MCP server's limit (its config's `concurrency`) is shared by all its tools.
-    const release = await toolCapacity(`mcp ${spec.mcp.server}`, runner.mcp?.concurrency?.(spec.mcp.server), call.name, runner);
+    const pool = `mcp ${spec.mcp.server}`;
+    const release = await toolCapacity({ key: pool, name: pool, tool: call.name }, runner.mcp?.concurrency?.(spec.mcp.server), runner);
     try {
       return await callMcpTool(runner.mcp, { ...spec, mcp: spec.mcp }, call, checked.data, { idempotencyKey: key, signal: runner.signal, timeoutMs: request.timeoutMs });
     } finally {
@@ -147,7 +151,7 @@ async function execute(call: ToolCall, key: string, request: ToolsRequest, runne
   }
   if (codeTool) {
     // Outside the try: a wait its agent's stop aborts is no failure of the tool to tell the model.
-    const release = await toolCapacity(codeTool, codeTool.concurrency, call.name, runner);
+    const release = await toolCapacity({ key: codeTool, name: `code ${codeTool.name}`, tool: call.name }, codeTool.concurrency, runner);
     let output: unknown;
     try {
       output = await codeTool.execute(codeTool.parameters.parse(checked.data), { idempotencyKey: key, signal: runner.signal, agentId: runner.agent.agentId });
@@ -160,7 +164,8 @@ async function execute(call: ToolCall, key: string, request: ToolsRequest, runne
     return ok(typeof output === 'string' ? output : JSON.stringify(output ?? null));
   }
   // An HTTP tool's limit belongs to its URL: agents declaring the same URL share it.
-  const release = await toolCapacity(`http ${spec.url!}`, spec.concurrency, call.name, runner);
+  const pool = `http ${spec.url!}`;
+  const release = await toolCapacity({ key: pool, name: pool, tool: call.name }, spec.concurrency, runner);
   let response: Awaited<ReturnType<HttpPost>>;
   try {
     response = await postTool(spec.url!, call, key, checked.data, request, runner);
@@ -171,10 +176,16 @@ async function execute(call: ToolCall, key: string, request: ToolsRequest, runne
   return fail(`The tool answered HTTP ${response.status}.`, { status: response.status, body: response.text.slice(0, 1000) });
 }
 
-/** Waits for room under a tool's `concurrency` (none: at once); resolves with what gives the room back. */
-function toolCapacity(pool: unknown, limit: number | undefined, name: string, runner: ToolRunner): Promise<() => void> {
+/**
+ * Waits for room under a tool's `concurrency` (none: at once); resolves with what gives the room
+ * back. `key` is the pool in this process (a code tool's object: the same registration), `name`
+ * the same pool in every process (on a shared store, its slots are the database's).
+ */
+function toolCapacity(pool: { key: unknown; name: string; tool: string }, limit: number | undefined, runner: ToolRunner): Promise<() => void> {
   if (limit === undefined) return Promise.resolve(noRelease);
-  return (runner.limits ?? toolLimits).acquire(pool, name, limit, runner.agent.agentId, runner.signal);
+  if (runner.limits) return runner.limits.acquire(pool.key, pool.tool, limit, runner.agent.agentId, runner.signal);
+  if (runner.agent.waitForToolCapacity) return runner.agent.waitForToolCapacity(pool, limit, runner.signal);
+  return toolLimits.acquire(pool.key, pool.tool, limit, runner.agent.agentId, runner.signal);
 }
 
 const noRelease = (): void => {};

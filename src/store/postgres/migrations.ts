@@ -161,6 +161,15 @@ export const migrations: readonly Migration[] = [
       create table llm_slots (slot integer primary key, holder text, held_until timestamptz);
     `,
   },
+  {
+    // The tools' concurrency limits shared by every process of the database (tool-slots.ts): one
+    // set of rows per pool (a tool's URL, an MCP server, a code tool's name), a call holding one.
+    id: 8,
+    name: 'tool slots',
+    sql: `
+      create table tool_slots (pool text not null, slot integer not null, holder text, held_until timestamptz, primary key (pool, slot));
+    `,
+  },
 ];
 
 /**

@@ -27,6 +27,7 @@ import { checkSchemaName, clientConfig, redactUrl } from './connection.js';
 import { InboxListener, inboxChannel } from './inbox-listener.js';
 import { NOT_HELD, PostgresLeases } from './leases.js';
 import { PostgresLlmSlots } from './llm-slots.js';
+import { PostgresToolSlots } from './tool-slots.js';
 import { assertSchemaCurrent, migrate } from './migrations.js';
 import {
   parseOr,
@@ -131,6 +132,7 @@ export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   readonly leases: PostgresLeases;
   readonly llmSlots: PostgresLlmSlots | undefined;
+  readonly toolSlots: PostgresToolSlots | undefined;
   private readonly reader: StoredReader;
   private closing: Promise<void> | undefined;
   private readonly commits = new CommitQueue((writes) => {
@@ -152,6 +154,7 @@ export class PostgresStore implements Store {
     this.reader = postgresReader(pool);
     this.leases = new PostgresLeases(pool, listener, processId, leaseMs, this.reader);
     this.llmSlots = readOnly ? undefined : new PostgresLlmSlots(pool, processId);
+    this.toolSlots = readOnly ? undefined : new PostgresToolSlots(pool, processId);
   }
 
   /**

@@ -1,0 +1,49 @@
+/**
+ * The store-wide slots of the tools' concurrency limits on Postgres (see core/shared-slots.ts): as
+ * the LLM's slots (llm-slots.ts), one row per slot, but a set of rows per pool. A slot is held for
+ * a while and renewed while its call runs (tool calls have no deadline the runtime knows of), so a
+ * process killed mid-call frees its slots once their hold runs out.
+ */
+import type pg from 'pg';
+import type { SharedToolSlots } from '../../core/shared-slots.js';
+
+const TAKE = `
+  update tool_slots set holder = $1, held_until = now() + $4::double precision * interval '1 millisecond'
+  where pool = $2 and slot = (
+    select slot from tool_slots
+    where pool = $2 and slot < $3 and (holder is null or held_until < now())
+    order by slot
+    limit 1
+    for update skip locked
+  )
+  returning slot`;
+
+export class PostgresToolSlots implements SharedToolSlots {
+  /** The slots known to exist, by pool: rows are added when a call asks for a higher limit than before. */
+  private readonly rows = new Map<string, number>();
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly processId: string,
+  ) {}
+
+  async tryTake(pool: string, limit: number, holdMs: number): Promise<number | undefined> {
+    if (limit > (this.rows.get(pool) ?? 0)) {
+      await this.pool.query('insert into tool_slots (pool, slot) select $1, generate_series(0, $2::int - 1) on conflict do nothing', [pool, limit]);
+      this.rows.set(pool, limit);
+    }
+    const { rows } = await this.pool.query<{ slot: number }>(TAKE, [this.processId, pool, limit, holdMs]);
+    return rows[0]?.slot;
+  }
+
+  async renew(pool: string, slot: number, holdMs: number): Promise<void> {
+    await this.pool.query(
+      `update tool_slots set held_until = now() + $4::double precision * interval '1 millisecond' where pool = $1 and slot = $2 and holder = $3`,
+      [pool, slot, this.processId, holdMs],
+    );
+  }
+
+  async give(pool: string, slot: number): Promise<void> {
+    await this.pool.query('update tool_slots set holder = null, held_until = null where pool = $1 and slot = $2 and holder = $3', [pool, slot, this.processId]);
+  }
+}
