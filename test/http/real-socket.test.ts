@@ -114,6 +114,28 @@ describe('a real server over real sockets', () => {
     }
   });
 
+  it('answers 2 MiB chunked bodies (no length: found over the limit as they stream), sent whole before reading, with their 413', async () => {
+    const port = await listen();
+    const json = Buffer.from(JSON.stringify({ type: 'task.add', task: 'x'.repeat(2 * 1024 * 1024) }));
+    // The same bytes in chunked framing: each 64 KiB piece prefixed with its size, then the last chunk.
+    const framed: Buffer[] = [];
+    for (let at = 0; at < json.length; at += 64 * 1024) {
+      const piece = json.subarray(at, at + 64 * 1024);
+      framed.push(Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n'));
+    }
+    framed.push(Buffer.from('0\r\n\r\n'));
+    const answers = await Promise.all(Array.from({ length: 10 }, () => uploadThenRead(port, postHead('/agents/nobody/events', 'chunked'), Buffer.concat(framed), 40)));
+    for (const answer of answers) {
+      expect(answer, JSON.stringify({ ...answer, body: answer.body.slice(0, 200) })).toMatchObject({ status: 413 });
+      expect(answer.body).toContain('payload_too_large');
+    }
+    // A chunked body within the limit is read whole and taken.
+    const small = Buffer.from(JSON.stringify({ machine: 'agent', id: 'chunked-ok', input: { tasks: ['x'] } }));
+    const taken = await uploadThenRead(port, postHead('/agents', 'chunked'), Buffer.concat([Buffer.from(`${small.length.toString(16)}\r\n`), small, Buffer.from('\r\n0\r\n\r\n')]), 0);
+    expect(taken.status, taken.body).toBe(201);
+    expect(JSON.parse(taken.body)).toMatchObject({ id: 'chunked-ok' });
+  });
+
   it('counts and logs a client that hangs up mid-body as what it is, not as a server error, and stores nothing', async () => {
     const port = await listen();
     await hangUpMidBody(port, postHead('/agents', 1_000), '{"machine":"agent","id":"half');
