@@ -4,7 +4,8 @@
  * a test server, appends its URL to the command, and names the scenario in
  * MCP_CONFORMANCE_SCENARIO. This client does what the service does with a server: it lists the
  * tools and calls each once, with arguments made from its inputSchema and an idempotency key in
- * `_meta`. It has no OAuth, sampling or elicitation: the scenarios that need them fail here.
+ * `_meta`. It has no sampling or elicitation, and its OAuth is the client credentials grant only
+ * (a server config's `oauth`, not given here): the scenarios that need more fail here.
  *
  *   node --import tsx bench/mcp-conformance-client.ts http://localhost:PORT/mcp
  *
@@ -19,9 +20,10 @@
  *
  * 2026-12-05, 0.1.16: `initialize`, `tools_call` and `sse-retry` (reconnects after the server
  * closes a call's SSE stream, waits its `retry`, sends `Last-Event-ID`) pass, 5 checks of 5;
- * `elicitation-sep1034-client-defaults` fails (no elicitation); the `auth/*` scenarios fail (no
- * OAuth: an HTTP server's config has static `headers` only) but `auth/resource-mismatch`, which
- * passes because the client never starts an authorization flow.
+ * `elicitation-sep1034-client-defaults` fails (no elicitation); the `auth/*` scenarios fail (then
+ * the client had no OAuth at all; since, a config's `oauth` gives it the client credentials grant,
+ * not run against them here) but `auth/resource-mismatch`, which passes because the client never
+ * starts an authorization flow.
  */
 import { createLogger } from '../src/core/logger.js';
 import { createMcpServers } from '../src/mcp/servers.js';

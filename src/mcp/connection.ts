@@ -4,6 +4,7 @@
  * then), its tool list cached until the server says it changed (`notifications/tools/list_changed`)
  * or the connection is replaced.
  */
+import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -36,11 +37,25 @@ export class McpConnection {
   /** How many connections were opened: more than one means a reconnection (a restarted process). */
   connections = 0;
 
+  /** OAuth's client credentials (one per server: the token it got outlives a reconnection). */
+  private readonly authProvider: ClientCredentialsProvider | undefined;
+
   constructor(
     readonly name: string,
     private readonly config: McpServerConfig,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    const oauth = 'url' in config ? config.oauth : undefined;
+    this.authProvider =
+      oauth &&
+      new ClientCredentialsProvider({
+        clientId: oauth.clientId,
+        clientSecret: oauth.clientSecret,
+        expectedIssuer: oauth.issuer,
+        clientName: 'durable-agents',
+        ...(oauth.scope === undefined ? {} : { scope: oauth.scope }),
+      });
+  }
 
   /** The stdio server's process id while it runs (null for an HTTP server, or none running). */
   get pid(): number | null {
@@ -99,7 +114,10 @@ export class McpConnection {
     const transport =
       'command' in this.config
         ? new StdioClientTransport({ command: this.config.command, args: this.config.args ?? [], env: this.config.env, cwd: this.config.cwd, stderr: 'pipe' })
-        : new StreamableHTTPClientTransport(new URL(this.config.url), { requestInit: { headers: this.config.headers ?? {} } });
+        : new StreamableHTTPClientTransport(new URL(this.config.url), {
+            requestInit: { headers: this.config.headers ?? {} },
+            ...(this.authProvider ? { authProvider: this.authProvider } : {}),
+          });
     // A server's stderr is its log: read (a pipe nobody reads would stop the server once full), at debug.
     if (transport instanceof StdioClientTransport) transport.stderr?.on('data', (chunk: Buffer) => this.logger.debug({ mcpServer: this.name, stderr: chunk.toString('utf8').trimEnd() }, 'MCP server stderr'));
     const client = new Client(CLIENT_INFO, { capabilities: {} });

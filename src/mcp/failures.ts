@@ -6,6 +6,7 @@
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { isTransientStatus } from '../core/backoff.js';
 import { StepError } from '../core/errors.js';
 
@@ -33,12 +34,25 @@ export function classifyFailure(server: string, err: unknown): McpFailure {
       ...(status === undefined ? {} : { status }),
     }),
   });
+  const unauthorized = (): McpFailure => ({
+    kind: 'step',
+    drop: true,
+    error: new StepError('permanent', 'mcp_unauthorized', `The MCP server "${server}" could not be authorized (its config's oauth): ${message}`, { cause: err }),
+  });
   if (err instanceof McpError) {
     if (err.code === ErrorCode.ConnectionClosed) return transient('mcp_unreachable', true);
     if (err.code === ErrorCode.RequestTimeout) return transient('tool_timeout', false);
     return { kind: 'answer', message: `The MCP server answered with an error: ${message}` };
   }
   if (err instanceof UnauthorizedError) return refused(401);
+  if (err instanceof OAuthError) {
+    // The authorization server is busy or down: asking again later may work. Anything else (a wrong
+    // secret, a scope refused…) is the config's to mend, not a wait's.
+    if (OAUTH_TRANSIENT.has(err.errorCode)) return transient('mcp_unreachable', true);
+    return unauthorized();
+  }
+  // The server sent us to an authorization server other than the configured issuer (the SDK's words).
+  if (err instanceof Error && /is bound to authorization server/.test(err.message)) return unauthorized();
   if (err instanceof StreamableHTTPError) {
     const status = err.code ?? -1;
     // 404: the server no longer knows our session (it restarted): a new connection starts another.
@@ -49,3 +63,6 @@ export function classifyFailure(server: string, err: unknown): McpFailure {
   // Network errors, a process that could not start, a pipe that broke: the connection is gone.
   return transient('mcp_unreachable', true);
 }
+
+/** OAuth error codes that say "later", not "no". */
+const OAUTH_TRANSIENT = new Set(['server_error', 'temporarily_unavailable', 'too_many_requests']);

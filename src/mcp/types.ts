@@ -18,6 +18,8 @@ export type McpServerConfig = (
       /** A streamable HTTP endpoint, e.g. `http://127.0.0.1:3001/mcp`. */
       url: string;
       headers?: Record<string, string>;
+      /** OAuth for a server that asks for it (a 401): this process's own credentials (see `McpOAuthConfig`). */
+      oauth?: McpOAuthConfig;
     }
 ) & {
   /**
@@ -28,12 +30,32 @@ export type McpServerConfig = (
   /** Per call, in ms (default: the agent's tool timeout). */
   timeoutMs?: number;
   /**
-   * At most this many calls of the server's tools at once in this process, for all agents together
-   * (as a code or HTTP tool's `concurrency`, core/tool-limits.ts): a fleet cannot flood the server.
-   * A call waiting for room is not failing (the agent's view says `waiting: "tool_capacity"`).
+   * At most this many calls of the server's tools at once, for all agents together (on Postgres,
+   * of all processes together), as a code or HTTP tool's `concurrency` (core/tool-limits.ts): a
+   * fleet cannot flood the server. A call waiting for room is not failing (the agent's view says
+   * `waiting: "tool_capacity"`).
    */
   concurrency?: number;
 };
+
+/**
+ * OAuth 2.1's client credentials grant (machine to machine: no person, no browser, which an agent
+ * runtime has neither of): when the server answers 401, the client finds its authorization server
+ * (the server's protected resource metadata), asks it for a token with this id and secret
+ * (`client_secret_basic`), and sends the token from then on, asking again when it is refused.
+ * Tokens are kept in memory: a restarted process asks for a new one.
+ */
+export interface McpOAuthConfig {
+  clientId: string;
+  clientSecret: string;
+  /**
+   * The authorization server these credentials were issued by: they are presented to it only, and
+   * a server that names another one fails to connect (a server cannot collect them).
+   */
+  issuer: string;
+  /** Scopes to ask for, space-separated. */
+  scope?: string;
+}
 
 /** One tool as a server lists it, with the name the model sees. */
 export interface McpToolInfo {

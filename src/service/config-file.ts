@@ -49,6 +49,9 @@ const isMachine = (v: unknown): boolean =>
 
 const mcpCommon = { approveDestructive: z.boolean().optional(), timeoutMs: z.number().int().positive().optional(), concurrency: z.number().int().positive().optional() };
 
+const httpUrl = z.string().regex(/^https?:\/\//i, { message: 'must be an http:// or https:// URL' }).refine((url) => URL.canParse(url), { message: 'must be a URL' });
+const oauthSchema = z.object({ clientId: z.string().min(1), clientSecret: z.string().min(1), issuer: httpUrl, scope: z.string().optional() }).strict();
+
 const dollarsPerMTok = z.number({ message: 'must be a number of dollars per million tokens' }).finite().nonnegative();
 
 const configSchema = z
@@ -71,9 +74,9 @@ const configSchema = z
         z.union(
           [
             z.object({ command: z.string().min(1), args: z.array(z.string()).optional(), env: z.record(z.string(), z.string()).optional(), cwd: z.string().optional(), ...mcpCommon }).strict(),
-            z.object({ url: z.string().regex(/^https?:\/\//i, { message: 'must be an http:// or https:// URL' }).refine((url) => URL.canParse(url), { message: 'must be a URL' }), headers: z.record(z.string(), z.string()).optional(), ...mcpCommon }).strict(),
+            z.object({ url: httpUrl, headers: z.record(z.string(), z.string()).optional(), oauth: oauthSchema.optional(), ...mcpCommon }).strict(),
           ],
-          { message: 'must be { command, args?, env?, cwd?, approveDestructive?, timeoutMs?, concurrency? } or { url (http:// or https://), headers?, approveDestructive?, timeoutMs?, concurrency? }' },
+          { message: 'must be { command, args?, env?, cwd?, approveDestructive?, timeoutMs?, concurrency? } or { url (http:// or https://), headers?, oauth? ({ clientId, clientSecret, issuer, scope? }), approveDestructive?, timeoutMs?, concurrency? }' },
         ),
       )
       .optional(),

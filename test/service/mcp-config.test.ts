@@ -67,6 +67,7 @@ describe("a config file's mcpServers", () => {
     const servers = {
       files: { command: 'node', args: ['fs.js', '.'], env: { DEBUG: '1' }, cwd: '/tmp', approveDestructive: false, timeoutMs: 5000 },
       web: { url: 'https://mcp.example.com/mcp', headers: { authorization: 'Bearer x' }, timeoutMs: 1000, concurrency: 4 },
+      crm: { url: 'https://crm.example.com/mcp', oauth: { clientId: 'agents', clientSecret: 's', issuer: 'https://auth.example.com', scope: 'crm.read' } },
     };
     const file = writeModule('mcp.mjs', `export default { mcpServers: ${JSON.stringify(servers)} };\n`);
     expect((await loadConfigFile(file, context)).mcpServers).toEqual(servers);
@@ -82,6 +83,8 @@ describe("a config file's mcpServers", () => {
     ['{ a: { command: "x", timeoutMs: -1 } }', /mcpServers\.a\.timeoutMs Too small/],
     ['{ a: { url: "http://h/mcp", concurrency: 0 } }', /mcpServers\.a\.concurrency Too small/],
     ['{ a: { url: "http://h/mcp", concurrency: 1.5 } }', /mcpServers\.a must be \{ command.*concurrency\?/],
+    ['{ a: { url: "http://h/mcp", oauth: { clientId: "c", clientSecret: "s" } } }', /mcpServers\.a must be \{ command.*oauth\? \(\{ clientId, clientSecret, issuer, scope\? \}\)/],
+    ['{ a: { command: "x", oauth: { clientId: "c", clientSecret: "s", issuer: "https://auth" } } }', /mcpServers\.a has unknown key "oauth"\.$/],
   ])('refuses %s', async (servers, cause) => {
     const file = writeModule('bad.mjs', `export default { mcpServers: ${servers} };\n`);
     const err = await loadConfigFile(file, context).catch((e: unknown) => e);

@@ -30,13 +30,32 @@ export interface TestMcpServer {
   calls: TestMcpCall[];
   /** The tools offered from the next request on. */
   tools: TestMcpTool[];
+  /** With `oauth`: the server is its own authorization server (its issuer is `issuer`). */
+  oauth: TestOAuth | undefined;
   close(): Promise<void>;
 }
 
-export async function startTestMcpServer(tools: TestMcpTool[]): Promise<TestMcpServer> {
+/** What the authorization server saw, and a way to make every token it gave useless. */
+export interface TestOAuth {
+  issuer: string;
+  /** Token requests: their client id (from Basic auth) and whether they were granted. */
+  tokenRequests: { clientId: string | undefined; granted: boolean }[];
+  /** MCP requests refused for a missing or unknown token. */
+  refused: number;
+  revokeAll(): void;
+}
+
+export interface TestMcpServerOptions {
+  /** Every MCP request needs a Bearer token from this server's token endpoint (OAuth client credentials). */
+  oauth?: { clientId: string; clientSecret: string };
+}
+
+export async function startTestMcpServer(tools: TestMcpTool[], options: TestMcpServerOptions = {}): Promise<TestMcpServer> {
   const calls: TestMcpCall[] = [];
   const state = { tools };
+  let oauth: (TestOAuth & { tokens: Set<string> }) | undefined;
   const serve = async (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (oauth && !guard(oauth, options.oauth!, req, res)) return;
     // Stateless: a server of its own for each request, with the tools offered now.
     const server = new McpServer({ name: 'test-mcp', version: '1' });
     for (const t of state.tools) {
@@ -65,8 +84,13 @@ export async function startTestMcpServer(tools: TestMcpTool[]): Promise<TestMcpS
   });
   await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
   const { port } = httpServer.address() as AddressInfo;
+  if (options.oauth) {
+    const tokens = new Set<string>();
+    oauth = { issuer: `http://127.0.0.1:${port}`, tokenRequests: [], refused: 0, tokens, revokeAll: () => tokens.clear() };
+  }
   return {
     url: `http://127.0.0.1:${port}/mcp`,
+    oauth,
     calls,
     get tools() {
       return state.tools;
@@ -80,4 +104,49 @@ export async function startTestMcpServer(tools: TestMcpTool[]): Promise<TestMcpS
         httpServer.close(() => resolve());
       }),
   };
+}
+
+/**
+ * The OAuth side of a protected server, as a client meets it: its protected resource metadata
+ * (RFC 9728) names the authorization server, whose metadata (RFC 8414) names the token endpoint;
+ * the token endpoint grants client credentials sent with Basic auth; an MCP request without a
+ * token it granted gets 401 pointing at the resource metadata. True when the request may go on.
+ */
+function guard(oauth: TestOAuth & { tokens: Set<string> }, client: { clientId: string; clientSecret: string }, req: http.IncomingMessage, res: http.ServerResponse): boolean {
+  const json = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+    return false;
+  };
+  const path = new URL(req.url ?? '/', oauth.issuer).pathname;
+  if (path.startsWith('/.well-known/oauth-protected-resource')) return json(200, { resource: `${oauth.issuer}/mcp`, authorization_servers: [oauth.issuer] });
+  if (path === '/.well-known/oauth-authorization-server') {
+    return json(200, {
+      issuer: oauth.issuer,
+      token_endpoint: `${oauth.issuer}/token`,
+      authorization_endpoint: `${oauth.issuer}/authorize`,
+      response_types_supported: ['code'],
+      grant_types_supported: ['client_credentials'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic'],
+    });
+  }
+  if (path.startsWith('/.well-known/')) return json(404, { error: 'not_found' });
+  if (path === '/token') {
+    const basic = /^Basic (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    // `id:secret`, the secret as it is (the SDK's client does not form-encode them; a secret may hold ':').
+    const pair = basic ? Buffer.from(basic, 'base64').toString('utf8') : '';
+    const colon = pair.indexOf(':');
+    const [id, secret] = colon < 0 ? [] : [pair.slice(0, colon), pair.slice(colon + 1)];
+    const granted = id === client.clientId && secret === client.clientSecret;
+    oauth.tokenRequests.push({ clientId: id, granted });
+    req.resume();
+    if (!granted) return json(401, { error: 'invalid_client' });
+    const token = `token-${oauth.tokenRequests.length}`;
+    oauth.tokens.add(token);
+    return json(200, { access_token: token, token_type: 'Bearer', expires_in: 3600 });
+  }
+  const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+  if (token !== undefined && oauth.tokens.has(token)) return true;
+  oauth.refused++;
+  req.resume();
+  return json(401, { error: 'invalid_token' }, { 'www-authenticate': `Bearer resource_metadata="${oauth.issuer}/.well-known/oauth-protected-resource/mcp"` });
 }
