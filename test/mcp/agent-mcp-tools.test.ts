@@ -298,6 +298,27 @@ describe('MCP tools in the reference agent', () => {
     expect(fake.calls).toHaveLength(0);
   });
 
+  it('parks an agent at once when its OAuth server is refused (a wrong secret: permanent, no retries), and finishes once the config is mended', async () => {
+    const fake = await fakeLlm();
+    const client = { clientId: 'agents', clientSecret: 'right' };
+    const server = await testServer([{ name: 'lookup' }], { oauth: client });
+    const file = tempDbFile();
+    const wrong = await start(fake, pool({ crm: { url: server.url, oauth: { ...client, clientSecret: 'wrong', issuer: server.oauth!.issuer } } }), { file });
+    await wrong.runtime.spawn('agent', { id: 'authz', input: { tasks: ['Look it up'], mcp: ['crm'], retry: { maxAttempts: 5, baseDelayMs: 5 } } });
+    const parked = await waitForView(wrong.runtime, 'authz', (v) => v.state === 'failed', 15_000);
+    expect(contextOf(parked).lastError).toMatchObject({ kind: 'permanent', step: 'tool', code: 'mcp_unauthorized', attempts: 1 });
+    expect(fake.calls).toHaveLength(0);
+    await wrong.runtime.close();
+
+    // The config mended (a restart with the right secret), a person's retry: listed, called, done.
+    fake.setReplyPolicy((c: RecordedCall) => (c.rawMessages.at(-1)?.role === 'tool' ? { content: 'found' } : { toolCalls: [{ name: 'crm__lookup', arguments: { text: 'a' } }] }));
+    const mended = await start(fake, pool({ crm: { url: server.url, oauth: { ...client, issuer: server.oauth!.issuer } } }), { file });
+    await mended.runtime.send('authz', { type: 'retry' });
+    await waitForView(mended.runtime, 'authz', idleAfter(1), 15_000);
+    expect(server.calls.map((c) => c.tool)).toEqual(['lookup']);
+    expect(server.oauth!.tokenRequests.at(-1)).toEqual({ clientId: 'agents', granted: true });
+  });
+
   it('refuses a spawn naming an MCP server not configured here, or a name that is not one', async () => {
     const fake = await fakeLlm();
     const t = await start(fake, pool({ files: { command: 'unused' } }));
