@@ -131,6 +131,12 @@ async function openLoopStore(kind: LoopStore, synchronous: 'normal' | 'full'): P
   return { store: await openPostgresStore(POSTGRES_URL, { schema }), dispose: () => dropSchema(schema) };
 }
 
+/** A Postgres store in a schema of its own, and what drops the schema once the store is closed. */
+export async function openBenchPostgresStore(): Promise<{ store: Awaited<ReturnType<typeof openPostgresStore>>; dispose: () => Promise<void> }> {
+  const schema = freshSchema();
+  return { store: await openPostgresStore(POSTGRES_URL, { schema }), dispose: () => dropSchema(schema) };
+}
+
 /**
  * Counts every statement any pg client of this process sends (each one is a round trip), those
  * sent inside a transaction (from `begin` to `commit` or `rollback`: the store's commits), and the

@@ -2,8 +2,41 @@
  * `postgres`: the agent loop through the runtime on the Postgres store vs raw single-row INSERTs
  * (autocommit: one round trip and one commit each) of the same snapshot bytes, on the same server.
  */
-import { rawPostgresInserts, runAgentLoop } from '../agent-loop.js';
+import pg from 'pg';
+import { clientConfig } from '../../src/store/postgres/connection.js';
+import { openBenchPostgresStore, POSTGRES_URL, rawPostgresInserts, runAgentLoop } from '../agent-loop.js';
 import { median, report, round, sized } from '../lib.js';
+
+/** Take-and-give pairs of the store-wide slots timed, one after another (what one gated call adds). */
+const SLOT_PAIRS = sized(undefined, 1000, 20);
+
+/**
+ * What the store-wide limits cost a call on this database: an LLM slot (and a tool slot) taken and
+ * given back, one pair after another, in µs, beside a bare `select 1` round trip in the same run.
+ */
+async function slotCosts(): Promise<{ llmSlotUs: number; toolSlotUs: number; selectUs: number }> {
+  const { store, dispose } = await openBenchPostgresStore();
+  const client = new pg.Client(clientConfig(POSTGRES_URL, undefined));
+  await client.connect();
+  const perPair = async (pair: () => Promise<unknown>) => {
+    for (let i = 0; i < 20; i++) await pair(); // warm-up: the pool's connections, the plans
+    const started = performance.now();
+    for (let i = 0; i < SLOT_PAIRS; i++) await pair();
+    return ((performance.now() - started) * 1000) / SLOT_PAIRS;
+  };
+  try {
+    const llm = store.llmSlots!;
+    const tools = store.toolSlots!;
+    const llmSlotUs = await perPair(async () => llm.give((await llm.tryTake(16, 60_000))!));
+    const toolSlotUs = await perPair(async () => tools.give('http bench', (await tools.tryTake('http bench', 4, 60_000))!));
+    const selectUs = await perPair(() => client.query('select 1'));
+    return { llmSlotUs, toolSlotUs, selectUs };
+  } finally {
+    await client.end();
+    await store.close();
+    await dispose();
+  }
+}
 
 // Five interleaved pairs, as `throughput`: a noisy neighbour hurts both sides alike.
 const RUNS = sized(undefined, 5, 1);
@@ -30,6 +63,7 @@ for (let run = 0; run < RUNS; run++) {
   rawRates.push(raw.perSec);
   rawCpu.push(raw.cpuUsPerRow);
 }
+const slots = await slotCosts();
 report({
   ratio: round(median(runtimeRates) / median(rawRates)),
   checkpointsPerSec: Math.round(median(runtimeRates)),
@@ -43,4 +77,9 @@ report({
   roundTripsPerTransaction: round(median(roundTrips), 1),
   // Round trips outside the commits (spawns, the effect look-up of each task, lease ticks).
   otherRoundTripsPerCheckpoint: round(median(otherStatements), 2),
+  // The store-wide LLM limit: a slot taken and given back per call (two statements), and the same
+  // for a tool with a concurrency; a bare round trip beside them.
+  llmSlotUsPerCall: round(slots.llmSlotUs, 0),
+  toolSlotUsPerCall: round(slots.toolSlotUs, 0),
+  selectRoundTripUs: round(slots.selectUs, 0),
 });

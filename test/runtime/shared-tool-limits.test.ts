@@ -31,7 +31,7 @@ async function open(schema: string): Promise<PostgresStore> {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe('the tool slots of a shared store', () => {
+describe('the slots of a shared store', () => {
   it('gives at most `limit` of a pool at once, pools apart; a renewed hold lasts, a lapsed one is free again', async () => {
     const schema = freshSchema();
     const [a, b] = [await open(schema), await open(schema)];
@@ -56,6 +56,26 @@ describe('the tool slots of a shared store', () => {
     expect(await slotsA.tryTake('code slow', 1, 100)).toBe(0);
     await sleep(200);
     expect(await slotsB.tryTake('code slow', 1, 60_000)).toBe(0);
+  });
+
+  it('are unlogged, and a table emptied (a database that crashed empties them) fills again at the next take, LLM slots too', async () => {
+    const schema = freshSchema();
+    const store = await open(schema);
+    const persistence = await sql<{ relname: string; relpersistence: string }>(
+      `select relname, relpersistence from pg_class where relnamespace = $1::regnamespace and relname in ('llm_slots', 'tool_slots') order by relname`,
+      [schema],
+    );
+    expect(persistence).toEqual([
+      { relname: 'llm_slots', relpersistence: 'u' },
+      { relname: 'tool_slots', relpersistence: 'u' },
+    ]);
+    expect(await store.toolSlots!.tryTake('http x', 2, 60_000)).toBe(0);
+    expect(await store.llmSlots!.tryTake(2, 60_000)).toBe(0);
+    await sql(`truncate ${schema}.tool_slots, ${schema}.llm_slots`);
+    expect(await store.toolSlots!.tryTake('http x', 2, 60_000)).toBe(0);
+    expect(await store.toolSlots!.tryTake('http x', 2, 60_000)).toBe(1);
+    expect(await store.toolSlots!.tryTake('http x', 2, 60_000)).toBeUndefined();
+    expect(await store.llmSlots!.tryTake(2, 60_000)).toBe(0);
   });
 });
 

@@ -170,6 +170,18 @@ export const migrations: readonly Migration[] = [
       create table tool_slots (pool text not null, slot integer not null, holder text, held_until timestamptz, primary key (pool, slot));
     `,
   },
+  {
+    // Slots are held for seconds and worth nothing after a crash (a hold runs out by itself), so
+    // their writes skip the WAL: taking and giving back a slot no longer waits for a WAL flush
+    // (bench postgres: llmSlotUsPerCall). A database that crashes empties them; the slots' code
+    // adds the rows again when it finds none.
+    id: 9,
+    name: 'unlogged slots',
+    sql: `
+      alter table llm_slots set unlogged;
+      alter table tool_slots set unlogged;
+    `,
+  },
 ];
 
 /**

@@ -28,12 +28,23 @@ export class PostgresToolSlots implements SharedToolSlots {
   ) {}
 
   async tryTake(pool: string, limit: number, holdMs: number): Promise<number | undefined> {
-    if (limit > (this.rows.get(pool) ?? 0)) {
-      await this.pool.query('insert into tool_slots (pool, slot) select $1, generate_series(0, $2::int - 1) on conflict do nothing', [pool, limit]);
-      this.rows.set(pool, limit);
-    }
-    const { rows } = await this.pool.query<{ slot: number }>(TAKE, [this.processId, pool, limit, holdMs]);
+    if (limit > (this.rows.get(pool) ?? 0)) await this.addRows(pool, limit);
+    let { rows } = await this.pool.query<{ slot: number }>(TAKE, [this.processId, pool, limit, holdMs]);
+    if (rows.length === 0 && (await this.rowsGone(pool, limit))) ({ rows } = await this.pool.query<{ slot: number }>(TAKE, [this.processId, pool, limit, holdMs]));
     return rows[0]?.slot;
+  }
+
+  private async addRows(pool: string, limit: number): Promise<void> {
+    await this.pool.query('insert into tool_slots (pool, slot) select $1, generate_series(0, $2::int - 1) on conflict do nothing', [pool, limit]);
+    this.rows.set(pool, limit);
+  }
+
+  /** The table is unlogged: a database that crashed (or a promoted standby) has none of its rows. Adds them back if so. */
+  private async rowsGone(pool: string, limit: number): Promise<boolean> {
+    const { rows } = await this.pool.query<{ n: number }>('select count(*)::int as n from tool_slots where pool = $1 and slot < $2', [pool, limit]);
+    if (rows[0]!.n >= limit) return false;
+    await this.addRows(pool, limit);
+    return true;
   }
 
   async renew(pool: string, slot: number, holdMs: number): Promise<void> {
