@@ -39,6 +39,8 @@ export interface ServerOptions {
   metrics?: Metrics;
   /** Abort it at shutdown: open SSE streams end so the HTTP server can close. */
   shutdown?: AbortSignal;
+  /** The MCP servers configured for the reference agent, by name: the dashboard's spawn form names them. */
+  mcpServers?: readonly string[];
 }
 
 /**
@@ -58,6 +60,7 @@ export function createServer({
   bodyLimit = DEFAULT_BODY_LIMIT,
   metrics = createMetrics(),
   shutdown,
+  mcpServers = [],
 }: ServerOptions) {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   metrics.observeRuntime(runtime);
@@ -79,7 +82,7 @@ export function createServer({
   registerStreamRoutes(app, deps);
 
   // The dashboard: HTML pages at / and under /ui/ (not in the OpenAPI document).
-  app.route('/', createDashboard({ runtime, token }));
+  app.route('/', createDashboard({ runtime, token, mcpServers }));
 
   return app;
 }

@@ -106,7 +106,7 @@ export async function main(
   const shutdown = new AbortController();
   // Every open stream listens for the shutdown: Node's default of 10 listeners would warn past 10 streams.
   setMaxListeners(0, shutdown.signal);
-  appReady(createServer({ runtime, token: config.server.token, logger: log, shutdown: shutdown.signal, metrics: observability.metrics }).fetch);
+  appReady(createServer({ runtime, token: config.server.token, logger: log, shutdown: shutdown.signal, metrics: observability.metrics, mcpServers: mcp?.names ?? [] }).fetch);
   announce({ url, llm: { kind: llm.kind, description: llm.description, model: config.llm.model }, store: storeFacts, auth: config.server.token !== undefined });
   observability.announce();
 

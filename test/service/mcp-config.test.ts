@@ -3,13 +3,13 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/core/logger.js';
 import { InvalidInputError } from '../../src/core/errors.js';
 import { createSimulatedLlm } from '../../src/llm/simulated-client.js';
 import { loadConfig } from '../../src/service/config.js';
 import { ConfigFileError, loadConfigFile, mergeMcpServers } from '../../src/service/config-file.js';
-import { ROOT } from '../helpers/server-process.js';
+import { AUTH, killAllServers, ROOT, startServer } from '../helpers/server-process.js';
 import { tempDbFile, tempDir } from '../helpers/temp.js';
 
 const context = { llm: createSimulatedLlm(), logger: silentLogger };
@@ -144,6 +144,22 @@ describe('serve with MCP servers it cannot use', () => {
     expect(code).toBe(2);
     expect(output.split('\n')[0]).toBe('--mcp: "my__fs" is not a server name (1 to 32 letters, digits, _ or -, without "__").');
     expect(output).toContain('--mcp NAME=COMMAND|URL');
+  });
+});
+
+describe("the dashboard of a serve with MCP servers", () => {
+  afterEach(() => killAllServers());
+
+  it('names them under the spawn form, and how an agent asks for their tools (none configured: no such line)', { timeout: 60_000 }, async () => {
+    const page = async (extra: string[]) => {
+      // Nothing is connected at boot: the commands need not exist until an agent asks for their tools.
+      const server = await startServer({ store: ['--db', tempDbFile()], llmUrl: 'http://127.0.0.1:9/v1', extra });
+      return (await fetch(`${server.url}/`, { headers: AUTH })).text();
+    };
+    const html = await page(['--mcp', 'files=node files.js', '--mcp', 'search=http://127.0.0.1:9/mcp']);
+    const line = /<p class="small muted" id="mcp-servers">(.*?)<\/p>/s.exec(html)?.[1];
+    expect(line).toBe('MCP servers here: <code>files</code>, <code>search</code>. An <code>agent</code> is offered their tools with <code>&quot;mcp&quot;: [&quot;files&quot;]</code> in its input.');
+    expect(await page([])).not.toContain('id="mcp-servers"');
   });
 });
 

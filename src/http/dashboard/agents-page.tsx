@@ -20,6 +20,8 @@ export interface AgentsPageProps {
   counts: Record<string, number>;
   auth: boolean;
   readOnly?: boolean;
+  /** MCP servers configured here, named under the spawn form. */
+  mcpServers?: readonly string[];
   now: number;
 }
 
@@ -59,7 +61,7 @@ const AgentRow: FC<{ agent: AgentRecord; now: number }> = ({ agent, now }) => (
     </tr>
 );
 
-export const AgentsPage: FC<AgentsPageProps> = ({ agents, machines, filters, nextCursor, counts, auth, readOnly, now }) => {
+export const AgentsPage: FC<AgentsPageProps> = ({ agents, machines, filters, nextCursor, counts, auth, readOnly, mcpServers = [], now }) => {
   const total = Object.values(counts).reduce((a, b) => a + b, 0);
   return (
     <Layout title="Agents" page="agents" auth={auth} readOnly={readOnly}>
@@ -171,6 +173,18 @@ export const AgentsPage: FC<AgentsPageProps> = ({ agents, machines, filters, nex
               <button type="submit">Spawn</button>
             </div>
           </form>
+          {mcpServers.length > 0 ? (
+            <p class="small muted" id="mcp-servers">
+              MCP servers here:{' '}
+              {mcpServers.map((name, i) => (
+                <>
+                  {i > 0 ? ', ' : ''}
+                  <code>{name}</code>
+                </>
+              ))}
+              . An <code>agent</code> is offered their tools with <code>{`"mcp": ${JSON.stringify([mcpServers[0]])}`}</code> in its input.
+            </p>
+          ) : null}
         </div>
       )}
     </Layout>

@@ -47,9 +47,11 @@ export interface DashboardOptions {
   runtime: Runtime;
   /** When set, the login page asks for it and sets it as an HttpOnly cookie. */
   token?: string | undefined;
+  /** The MCP servers an agent's input may name (`"mcp": [...]`). */
+  mcpServers?: readonly string[];
 }
 
-export function createDashboard({ runtime, token }: DashboardOptions) {
+export function createDashboard({ runtime, token, mcpServers = [] }: DashboardOptions) {
   const app = new Hono<AppEnv>();
   const auth = Boolean(token);
   const readOnly = runtime.readOnly;
@@ -87,6 +89,7 @@ export function createDashboard({ runtime, token }: DashboardOptions) {
         counts={agentsByStatus}
         auth={auth}
         readOnly={readOnly}
+        mcpServers={mcpServers}
         now={Date.now()}
       />,
     );
