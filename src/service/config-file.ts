@@ -160,13 +160,7 @@ export async function loadConfigFile(file: string, context: ServiceConfigContext
  * config's `mcpServers`. A name both give is refused (which one was meant cannot be guessed).
  */
 export function mergeMcpServers(flags: Record<string, McpServerConfig>, config: Pick<LoadedConfig, 'file' | 'mcpServers'> | undefined): Record<string, McpServerConfig> {
-  const fromFile = config?.mcpServers ?? {};
-  const twice = Object.keys(flags).filter((name) => Object.hasOwn(fromFile, name));
-  if (config && twice.length > 0) {
-    const names = twice.map((n) => `"${n}"`).join(', ');
-    throw new ConfigFileError(config.file, `MCP server${twice.length > 1 ? 's' : ''} ${names} ${twice.length > 1 ? 'are' : 'is'} configured twice, by --mcp (or DURABLE_AGENTS_MCP) and in mcpServers: keep one.`);
-  }
-  return { ...fromFile, ...flags };
+  return joinOnce(flags, config?.mcpServers, config?.file, (names, many) => `MCP server${many ? 's' : ''} ${names} ${many ? 'are' : 'is'} configured twice, by --mcp (or DURABLE_AGENTS_MCP) and in mcpServers: keep one.`);
 }
 
 /**
@@ -175,13 +169,14 @@ export function mergeMcpServers(flags: Record<string, McpServerConfig>, config: 
  * name is: which price was meant cannot be guessed.
  */
 export function mergePrices(flags: Record<string, ModelPrice> | undefined, config: Pick<LoadedConfig, 'file' | 'prices'> | undefined): Record<string, ModelPrice> | undefined {
-  const fromFile = config?.prices;
-  if (!fromFile || Object.keys(fromFile).length === 0) return flags;
-  const twice = Object.keys(flags ?? {}).filter((model) => Object.hasOwn(fromFile, model));
-  if (config && twice.length > 0) {
-    const names = twice.map((n) => `"${n}"`).join(', ');
-    throw new ConfigFileError(config.file, `the price of ${names} is given twice, by --llm-prices (or LLM_PRICES) and in prices: keep one.`);
-  }
+  if (!config?.prices || Object.keys(config.prices).length === 0) return flags;
+  return joinOnce(flags ?? {}, config.prices, config.file, (names) => `the price of ${names} is given twice, by --llm-prices (or LLM_PRICES) and in prices: keep one.`);
+}
+
+/** The flags' entries and the config file's, refusing a name both give (`twice` says which, quoted). */
+function joinOnce<T>(flags: Record<string, T>, fromFile: Record<string, T> | undefined, file: string | undefined, twice: (names: string, many: boolean) => string): Record<string, T> {
+  const both = Object.keys(flags).filter((name) => fromFile !== undefined && Object.hasOwn(fromFile, name));
+  if (file !== undefined && both.length > 0) throw new ConfigFileError(file, twice(both.map((n) => `"${n}"`).join(', '), both.length > 1));
   return { ...fromFile, ...flags };
 }
 

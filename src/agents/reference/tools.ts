@@ -12,7 +12,7 @@
 import { z } from 'zod';
 import { isTransientStatus, parseRetryAfter } from '../../core/backoff.js';
 import { StepError } from '../../core/errors.js';
-import { toolLimits, type ToolLimits } from '../../core/tool-limits.js';
+import { toolLimits } from '../../core/tool-limits.js';
 import type { DurableAgentHandle } from '../../durable/current-agent.js';
 import type { ToolCall } from '../../llm/client.js';
 import type { McpServers } from '../../mcp/types.js';
@@ -83,11 +83,6 @@ export interface ToolRunner {
   codeTools: ReadonlyMap<string, CodeTool>;
   post: HttpPost;
   signal: AbortSignal;
-  /**
-   * Where calls of tools with a `concurrency` wait their turn, in this process only (default: the
-   * runtime's, through the agent's `waitForToolCapacity`: store-wide on a shared store).
-   */
-  limits?: ToolLimits;
   /** The MCP servers the agent's `mcp` tools run on (agentDefinition's `mcp`). */
   mcp?: McpServers;
 }
@@ -183,7 +178,7 @@ async function execute(call: ToolCall, key: string, request: ToolsRequest, runne
  */
 function toolCapacity(pool: { key: unknown; name: string; tool: string }, limit: number | undefined, runner: ToolRunner): Promise<() => void> {
   if (limit === undefined) return Promise.resolve(noRelease);
-  if (runner.limits) return runner.limits.acquire(pool.key, pool.tool, limit, runner.agent.agentId, runner.signal);
+  // The runtime's line (store-wide on a shared store); an agent no runtime hosts, this process's.
   if (runner.agent.waitForToolCapacity) return runner.agent.waitForToolCapacity(pool, limit, runner.signal);
   return toolLimits.acquire(pool.key, pool.tool, limit, runner.agent.agentId, runner.signal);
 }

@@ -11,16 +11,21 @@
 import type pg from 'pg';
 import type { SharedLlmSlots } from '../../core/shared-slots.js';
 
+// Also counts the slots' rows (in the same round trip): none free and fewer rows than the limit
+// means the rows are gone (below), not that every slot is held.
 const TAKE = `
-  update llm_slots set holder = $1, held_until = now() + $3::double precision * interval '1 millisecond'
-  where slot = (
-    select slot from llm_slots
-    where slot < $2 and (holder is null or held_until < now())
-    order by slot
-    limit 1
-    for update skip locked
+  with taken as (
+    update llm_slots set holder = $1, held_until = now() + $3::double precision * interval '1 millisecond'
+    where slot = (
+      select slot from llm_slots
+      where slot < $2 and (holder is null or held_until < now())
+      order by slot
+      limit 1
+      for update skip locked
+    )
+    returning slot
   )
-  returning slot`;
+  select (select slot from taken) as slot, (select count(*)::int from llm_slots where slot < $2) as rows`;
 
 export class PostgresLlmSlots implements SharedLlmSlots {
   /** The slots known to exist: rows are added when a process asks for a higher limit than before. */
@@ -33,22 +38,19 @@ export class PostgresLlmSlots implements SharedLlmSlots {
 
   async tryTake(limit: number, holdMs: number): Promise<number | undefined> {
     if (limit > this.rows) await this.addRows(limit);
-    let { rows } = await this.pool.query<{ slot: number }>(TAKE, [this.processId, limit, holdMs]);
-    if (rows.length === 0 && (await this.rowsGone(limit))) ({ rows } = await this.pool.query<{ slot: number }>(TAKE, [this.processId, limit, holdMs]));
-    return rows[0]?.slot;
+    const take = async () => (await this.pool.query<{ slot: number | null; rows: number }>(TAKE, [this.processId, limit, holdMs])).rows[0]!;
+    let taken = await take();
+    // The table is unlogged: a database that crashed (or a promoted standby) has none of its rows.
+    if (taken.slot === null && taken.rows < limit) {
+      await this.addRows(limit);
+      taken = await take();
+    }
+    return taken.slot ?? undefined;
   }
 
   private async addRows(limit: number): Promise<void> {
     await this.pool.query('insert into llm_slots (slot) select generate_series(0, $1::int - 1) on conflict do nothing', [limit]);
     this.rows = limit;
-  }
-
-  /** The table is unlogged: a database that crashed (or a promoted standby) has none of its rows. Adds them back if so. */
-  private async rowsGone(limit: number): Promise<boolean> {
-    const { rows } = await this.pool.query<{ n: number }>('select count(*)::int as n from llm_slots where slot < $1', [limit]);
-    if (rows[0]!.n >= limit) return false;
-    await this.addRows(limit);
-    return true;
   }
 
   async give(slot: number): Promise<void> {

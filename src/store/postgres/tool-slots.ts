@@ -7,16 +7,21 @@
 import type pg from 'pg';
 import type { SharedToolSlots } from '../../core/shared-slots.js';
 
+// Also counts the pool's rows (in the same round trip): none free and fewer rows than the limit
+// means the rows are gone (below), not that every slot is held.
 const TAKE = `
-  update tool_slots set holder = $1, held_until = now() + $4::double precision * interval '1 millisecond'
-  where pool = $2 and slot = (
-    select slot from tool_slots
-    where pool = $2 and slot < $3 and (holder is null or held_until < now())
-    order by slot
-    limit 1
-    for update skip locked
+  with taken as (
+    update tool_slots set holder = $1, held_until = now() + $4::double precision * interval '1 millisecond'
+    where pool = $2 and slot = (
+      select slot from tool_slots
+      where pool = $2 and slot < $3 and (holder is null or held_until < now())
+      order by slot
+      limit 1
+      for update skip locked
+    )
+    returning slot
   )
-  returning slot`;
+  select (select slot from taken) as slot, (select count(*)::int from tool_slots where pool = $2 and slot < $3) as rows`;
 
 export class PostgresToolSlots implements SharedToolSlots {
   /** The slots known to exist, by pool: rows are added when a call asks for a higher limit than before. */
@@ -29,22 +34,19 @@ export class PostgresToolSlots implements SharedToolSlots {
 
   async tryTake(pool: string, limit: number, holdMs: number): Promise<number | undefined> {
     if (limit > (this.rows.get(pool) ?? 0)) await this.addRows(pool, limit);
-    let { rows } = await this.pool.query<{ slot: number }>(TAKE, [this.processId, pool, limit, holdMs]);
-    if (rows.length === 0 && (await this.rowsGone(pool, limit))) ({ rows } = await this.pool.query<{ slot: number }>(TAKE, [this.processId, pool, limit, holdMs]));
-    return rows[0]?.slot;
+    const take = async () => (await this.pool.query<{ slot: number | null; rows: number }>(TAKE, [this.processId, pool, limit, holdMs])).rows[0]!;
+    let taken = await take();
+    // The table is unlogged: a database that crashed (or a promoted standby) has none of its rows.
+    if (taken.slot === null && taken.rows < limit) {
+      await this.addRows(pool, limit);
+      taken = await take();
+    }
+    return taken.slot ?? undefined;
   }
 
   private async addRows(pool: string, limit: number): Promise<void> {
     await this.pool.query('insert into tool_slots (pool, slot) select $1, generate_series(0, $2::int - 1) on conflict do nothing', [pool, limit]);
     this.rows.set(pool, limit);
-  }
-
-  /** The table is unlogged: a database that crashed (or a promoted standby) has none of its rows. Adds them back if so. */
-  private async rowsGone(pool: string, limit: number): Promise<boolean> {
-    const { rows } = await this.pool.query<{ n: number }>('select count(*)::int as n from tool_slots where pool = $1 and slot < $2', [pool, limit]);
-    if (rows[0]!.n >= limit) return false;
-    await this.addRows(pool, limit);
-    return true;
   }
 
   async renew(pool: string, slot: number, holdMs: number): Promise<void> {
