@@ -60,10 +60,12 @@ describe('the LLM gate', () => {
     expect(answered).toBe(AGENTS);
     expect(fake.load.peak).toBeLessThanOrEqual(4);
     // The default gate starts at 16 in flight: the first wave is refused, then the limit halves
-    // until it fits, and the refusals stop being most of the calls.
+    // (once per wave: on a loaded machine calls are slower and one halving may be all it takes),
+    // and the refusals stop being most of the calls. It climbs back by 1/limit per answer: from 8,
+    // the 24 answers take it to 10 at most, never back to 16 (seen at 10 under a parallel run).
     expect(fake.load.refused).toBeGreaterThan(0);
     expect(fake.load.refused).toBeLessThan(answered);
-    expect(runtime.llmGate!.limit).toBeLessThanOrEqual(8);
+    expect(runtime.llmGate!.limit).toBeLessThanOrEqual(11);
     // The refusals are in the metrics, as the provider's doing, not the agents' failures.
     const metrics = createMetrics();
     metrics.observeRuntime(runtime);
