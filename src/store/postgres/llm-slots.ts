@@ -4,7 +4,7 @@
  * killed mid-call frees its slots within the hold. `for update skip locked`: two processes taking
  * at once take different rows, and neither waits for the other. Two round trips per call (take,
  * give), each a single-row update on an unlogged table (no WAL flush to wait for: the slots are
- * worth nothing after a crash): 272 µs a call on a local database against 59 µs for a bare round
+ * worth nothing after a crash): 272–339 µs a call on a local database against 59 µs for a bare round
  * trip (675 µs while the table was logged; bench postgres, 2026-12-05), against the hundreds of ms
  * an LLM call takes.
  */
