@@ -1,6 +1,6 @@
 // The runtime's LLM gate with real parts: agents on a real SQLite file, the real `openai` client,
 // and the fake OpenAI server with a fixed capacity (429 with Retry-After beyond it).
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createOpenAiClient } from '../../src/llm/openai-client.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
@@ -25,12 +25,6 @@ async function spawnAll(rt: Runtime): Promise<string[]> {
   const ids = Array.from({ length: AGENTS }, (_, i) => `agent-${i}`);
   for (const id of ids) await rt.spawn('agent', { id, input: { tasks: [`task of ${id}`] } });
   return ids;
-}
-
-async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  for (const deadline = Date.now() + timeoutMs; !condition(); await new Promise((resolve) => setTimeout(resolve, 5))) {
-    if (Date.now() > deadline) throw new Error('the condition never held');
-  }
 }
 
 async function everyTaskDone(rt: Runtime, ids: string[]): Promise<void> {
@@ -66,7 +60,7 @@ describe('the LLM gate', () => {
     ({ runtime } = await startRuntime({ llm, defaults: { maxAttempts: 1, baseDelayMs: 10, maxDelayMs: 50 } }));
     const ids = await spawnAll(runtime);
     await Promise.all(holds.map((h) => h.reached));
-    await until(() => fake!.load.refused > 0);
+    await vi.waitFor(() => expect(fake!.load.refused).toBeGreaterThan(0), { timeout: 10_000, interval: 5 });
     for (const hold of holds) hold.release();
     await everyTaskDone(runtime, ids);
     const answered = fake.calls.filter((c) => c.outcome === 'ok').length;

@@ -10,9 +10,8 @@
  */
 import type pg from 'pg';
 import type { SharedLlmSlots } from '../../core/shared-slots.js';
+import { SlotTable } from './slot-table.js';
 
-// Also counts the slots' rows (in the same round trip): none free and fewer rows than the limit
-// means the rows are gone (below), not that every slot is held.
 const TAKE = `
   with taken as (
     update llm_slots set holder = $1, held_until = now() + $3::double precision * interval '1 millisecond'
@@ -27,30 +26,20 @@ const TAKE = `
   )
   select (select slot from taken) as slot, (select count(*)::int from llm_slots where slot < $2) as rows`;
 
+const ADD_ROWS = 'insert into llm_slots (slot) select generate_series(0, $1::int - 1) on conflict do nothing';
+
 export class PostgresLlmSlots implements SharedLlmSlots {
-  /** The slots known to exist: rows are added when a process asks for a higher limit than before. */
-  private rows = 0;
+  private readonly table: SlotTable;
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly processId: string,
-  ) {}
-
-  async tryTake(limit: number, holdMs: number): Promise<number | undefined> {
-    if (limit > this.rows) await this.addRows(limit);
-    const take = async () => (await this.pool.query<{ slot: number | null; rows: number }>(TAKE, [this.processId, limit, holdMs])).rows[0]!;
-    let taken = await take();
-    // The table is unlogged: a database that crashed (or a promoted standby) has none of its rows.
-    if (taken.slot === null && taken.rows < limit) {
-      await this.addRows(limit);
-      taken = await take();
-    }
-    return taken.slot ?? undefined;
+  ) {
+    this.table = new SlotTable(pool, processId, { take: TAKE, addRows: ADD_ROWS });
   }
 
-  private async addRows(limit: number): Promise<void> {
-    await this.pool.query('insert into llm_slots (slot) select generate_series(0, $1::int - 1) on conflict do nothing', [limit]);
-    this.rows = limit;
+  tryTake(limit: number, holdMs: number): Promise<number | undefined> {
+    return this.table.tryTake(limit, holdMs);
   }
 
   async give(slot: number): Promise<void> {

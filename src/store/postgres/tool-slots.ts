@@ -6,47 +6,36 @@
  */
 import type pg from 'pg';
 import type { SharedToolSlots } from '../../core/shared-slots.js';
+import { SlotTable } from './slot-table.js';
 
-// Also counts the pool's rows (in the same round trip): none free and fewer rows than the limit
-// means the rows are gone (below), not that every slot is held.
 const TAKE = `
   with taken as (
-    update tool_slots set holder = $1, held_until = now() + $4::double precision * interval '1 millisecond'
-    where pool = $2 and slot = (
+    update tool_slots set holder = $1, held_until = now() + $3::double precision * interval '1 millisecond'
+    where pool = $4 and slot = (
       select slot from tool_slots
-      where pool = $2 and slot < $3 and (holder is null or held_until < now())
+      where pool = $4 and slot < $2 and (holder is null or held_until < now())
       order by slot
       limit 1
       for update skip locked
     )
     returning slot
   )
-  select (select slot from taken) as slot, (select count(*)::int from tool_slots where pool = $2 and slot < $3) as rows`;
+  select (select slot from taken) as slot, (select count(*)::int from tool_slots where pool = $4 and slot < $2) as rows`;
+
+const ADD_ROWS = 'insert into tool_slots (pool, slot) select $2, generate_series(0, $1::int - 1) on conflict do nothing';
 
 export class PostgresToolSlots implements SharedToolSlots {
-  /** The slots known to exist, by pool: rows are added when a call asks for a higher limit than before. */
-  private readonly rows = new Map<string, number>();
+  private readonly table: SlotTable;
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly processId: string,
-  ) {}
-
-  async tryTake(pool: string, limit: number, holdMs: number): Promise<number | undefined> {
-    if (limit > (this.rows.get(pool) ?? 0)) await this.addRows(pool, limit);
-    const take = async () => (await this.pool.query<{ slot: number | null; rows: number }>(TAKE, [this.processId, pool, limit, holdMs])).rows[0]!;
-    let taken = await take();
-    // The table is unlogged: a database that crashed (or a promoted standby) has none of its rows.
-    if (taken.slot === null && taken.rows < limit) {
-      await this.addRows(pool, limit);
-      taken = await take();
-    }
-    return taken.slot ?? undefined;
+  ) {
+    this.table = new SlotTable(pool, processId, { take: TAKE, addRows: ADD_ROWS });
   }
 
-  private async addRows(pool: string, limit: number): Promise<void> {
-    await this.pool.query('insert into tool_slots (pool, slot) select $1, generate_series(0, $2::int - 1) on conflict do nothing', [pool, limit]);
-    this.rows.set(pool, limit);
+  tryTake(pool: string, limit: number, holdMs: number): Promise<number | undefined> {
+    return this.table.tryTake(limit, holdMs, pool);
   }
 
   async renew(pool: string, slot: number, holdMs: number): Promise<void> {
